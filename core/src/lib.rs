@@ -1,5 +1,14 @@
 //! hsakmt-core: the no_std heart of hsakmt-rs.
+//!
+//! Data flows one way: the C shim (`hsakmt-ffi`) calls a [`context::Context`], which reaches
+//! the kernel or the software model only through the [`port::Kfd`] trait.
 #![no_std]
 extern crate alloc;
 
 pub mod abi;
+pub mod port;
+pub mod status;
+pub mod topology;
+
+pub use port::{Backend, Kfd, SysTree};
+pub use status::{Errno, KmtResult, Status};

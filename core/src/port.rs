@@ -1,0 +1,81 @@
+//! The `Kfd` port: the only way core reaches the kernel (or the software model).
+//! linux-backend implements it with syscalls on /dev/kfd and sysfs; hsakmt-model answers
+//! in-process. Core issues raw KFD ioctls as (request, argument bytes) and reads topology
+//! files; it never performs I/O of its own.
+
+use crate::status::Errno;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Which read-only file tree a path is relative to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysTree {
+    /// The KFD topology: `/sys/devices/virtual/kfd/kfd/topology` on Linux
+    /// (`generation_id`, `system_properties`, `nodes/N/...`).
+    Topology,
+    /// CPU description: `/sys/devices/system/cpu` (`cpuN/cache/indexM/...`).
+    Cpu,
+    /// `/proc/cpuinfo` (path must be empty).
+    CpuInfo,
+}
+
+/// Where the port's answers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The amdkfd driver through /dev/kfd.
+    Kernel,
+    /// The built-in software model (hsakmt-model, in process).
+    BuiltinModel,
+    /// A model plugin .so loaded from `HSA_MODEL_LIB`.
+    PluginModel,
+}
+
+/// The kernel interface as core sees it.
+///
+/// Contract for `ioctl`: `arg` is the caller's argument struct; its length need not match the
+/// size encoded in `request` (the KFD copies min(sizes) in and out and zero-fills the rest),
+/// but implementations pass the request through unchanged so the kernel applies that rule.
+pub trait Kfd: Send + Sync {
+    /// Issue one KFD ioctl. `Err` carries the errno the kernel (or model) answered.
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno>;
+
+    /// Map `len` bytes of the KFD file at `offset` (an offset an ioctl returned).
+    ///
+    /// # Safety
+    /// With `fixed_addr` set, the caller owns that address range and accepts it being replaced.
+    unsafe fn mmap(&self, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno>;
+
+    /// Unmap a range returned by `mmap`.
+    ///
+    /// # Safety
+    /// The range must have come from `mmap` and nothing may use it afterwards.
+    unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno>;
+
+    /// Open `/dev/dri/renderD<minor>` (or the model's stand-in); returns an owned fd.
+    fn open_render_node(&self, minor: u32) -> Result<i32, Errno>;
+
+    /// Close an fd from `open_render_node`.
+    fn close_render_node(&self, fd: i32);
+
+    /// Read a whole file of `tree` at relative `path` into `buf`; returns its length.
+    /// A file longer than `buf` is `Err(ERANGE)`; a missing one `Err(ENOENT)`.
+    fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno>;
+
+    /// Count the entries named 0, 1, 2, ... (the numbered subdirectories) of a directory of
+    /// `tree`. A missing directory is `Err(ENOENT)`.
+    fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno>;
+
+    /// The calling process's id (for fork detection).
+    fn process_id(&self) -> u32;
+
+    /// What answers this port.
+    fn backend(&self) -> Backend;
+}
+
+/// Typed helper: issue `request` with a zerocopy argument struct.
+pub fn ioctl_typed<T: IntoBytes + FromBytes + KnownLayout + Immutable>(
+    kfd: &dyn Kfd,
+    request: u32,
+    arg: &mut T,
+) -> Result<(), Errno> {
+    kfd.ioctl(request, arg.as_mut_bytes())
+}
