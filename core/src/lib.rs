@@ -6,6 +6,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod context;
 pub mod port;
 pub mod status;
 pub mod topology;

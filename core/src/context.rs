@@ -1,0 +1,405 @@
+//! The thunk context: one open KFD (kernel or model) with its version, topology snapshot,
+//! apertures and runtime state — what upstream keeps in globals. `Thunk` adds upstream's
+//! process rules on top: open reference counting and fork detection.
+
+use crate::abi::hsakmt::*;
+use crate::abi::kfd::*;
+use crate::port::{ioctl_typed, Backend, Kfd};
+use crate::status::{Errno, KmtResult, Status};
+use crate::topology::{self, Topology, TopologyConfig, TopologyError};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use zerocopy::FromZeros;
+
+/// The only KFD major version the thunk talks to (upstream rejects everything else).
+pub const KFD_MAJOR_VERSION: u32 = 1;
+/// RUNTIME_ENABLE arrived in KFD 1.13; older kernels get NOT_SUPPORTED without an ioctl.
+pub const RUNTIME_ENABLE_MIN_MINOR: u32 = 13;
+
+/// Settings read from the environment by the C shim at the first open.
+#[derive(Clone, Debug, Default)]
+pub struct OpenConfig {
+    pub topology: TopologyConfig,
+}
+
+/// Why an open failed, with something a person can act on.
+#[derive(Clone, Debug)]
+pub struct OpenError {
+    pub status: Status,
+    pub message: alloc::string::String,
+}
+
+impl OpenError {
+    fn new(status: Status, message: impl Into<alloc::string::String>) -> Self {
+        OpenError { status, message: message.into() }
+    }
+}
+
+/// The GPU apertures the KFD reported for one node (all zero for CPU nodes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Apertures {
+    pub lds: (u64, u64),
+    pub scratch: (u64, u64),
+    pub gpuvm: (u64, u64),
+}
+
+/// Per-process state that exists between the first AcquireSystemProperties and the
+/// matching Release: the snapshot plus what upstream's FMM init sets up with it.
+struct Acquired {
+    topology: Topology,
+    /// Indexed like `topology.nodes`.
+    apertures: Vec<Apertures>,
+    /// Render-node fds held for ACQUIRE_VM, released with the snapshot.
+    render_fds: Vec<i32>,
+}
+
+/// One open KFD.
+pub struct Context {
+    kfd: Box<dyn Kfd>,
+    version: HsaVersionInfo,
+    cfg: OpenConfig,
+    acquired: Option<Acquired>,
+    runtime_caps: u32,
+}
+
+fn zeroed<T: FromZeros>() -> T {
+    T::new_zeroed()
+}
+
+impl Context {
+    /// Open: query and check the KFD version (upstream: GET_VERSION, major must be 1).
+    /// The topology is snapshotted by the first `acquire_system_properties`, as upstream does.
+    pub fn open(kfd: Box<dyn Kfd>, cfg: OpenConfig) -> Result<Context, OpenError> {
+        let mut v: kfd_ioctl_get_version_args = zeroed();
+        if let Err(e) = ioctl_typed(&*kfd, AMDKFD_IOC_GET_VERSION, &mut v) {
+            return Err(OpenError::new(Status::ERROR, alloc::format!("AMDKFD_IOC_GET_VERSION failed (errno {})", e.0)));
+        }
+        if v.major_version != KFD_MAJOR_VERSION {
+            return Err(OpenError::new(
+                Status::DRIVER_MISMATCH,
+                alloc::format!("KFD interface {}.{} is not supported (need major {KFD_MAJOR_VERSION})", v.major_version, v.minor_version),
+            ));
+        }
+        let version = HsaVersionInfo { KernelInterfaceMajorVersion: v.major_version, KernelInterfaceMinorVersion: v.minor_version };
+        Ok(Context { kfd, version, cfg, acquired: None, runtime_caps: 0 })
+    }
+
+    pub fn version(&self) -> HsaVersionInfo {
+        self.version
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.kfd.backend()
+    }
+
+    pub fn kfd(&self) -> &dyn Kfd {
+        &*self.kfd
+    }
+
+    fn minor_at_least(&self, minor: u32) -> bool {
+        self.version.KernelInterfaceMinorVersion >= minor
+    }
+
+    /// The snapshot, if AcquireSystemProperties has run.
+    pub fn topology(&self) -> Option<&Topology> {
+        self.acquired.as_ref().map(|a| &a.topology)
+    }
+
+    /// Upstream: a snapshot that exists is returned as is (sysfs is not re-read); otherwise
+    /// take it and initialise the per-GPU apertures (FMM) and VMs. A failure leaves no state.
+    pub fn acquire_system_properties(&mut self) -> Result<HsaSystemProperties, TopologyError> {
+        if let Some(a) = &self.acquired {
+            return Ok(a.topology.system);
+        }
+        let topology = topology::snapshot(&*self.kfd, &self.cfg.topology)?;
+        let (apertures, render_fds) = self.init_gpu_vms(&topology)?;
+        let system = topology.system;
+        self.acquired = Some(Acquired { topology, apertures, render_fds });
+        Ok(system)
+    }
+
+    /// GET_PROCESS_APERTURES_NEW for every GPU, then ACQUIRE_VM on each GPU's render node.
+    fn init_gpu_vms(&self, topo: &Topology) -> Result<(Vec<Apertures>, Vec<i32>), TopologyError> {
+        let mut apertures = alloc::vec![Apertures::default(); topo.nodes.len()];
+        let gpus = topo.nodes.iter().filter(|n| n.gpu_id != 0).count();
+        let mut fds = Vec::new();
+        if gpus == 0 {
+            return Ok((apertures, fds));
+        }
+        let fail = |status, reason| TopologyError::new(status, reason, "");
+        let mut raw: Vec<kfd_process_device_apertures> = (0..gpus).map(|_| zeroed()).collect();
+        let mut args: kfd_ioctl_get_process_apertures_new_args = zeroed();
+        args.kfd_process_device_apertures_ptr = raw.as_mut_ptr() as u64;
+        args.num_of_nodes = gpus as u32;
+        ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut args)
+            .map_err(|_| fail(Status::ERROR, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW failed"))?;
+        for a in raw.iter().take(args.num_of_nodes as usize) {
+            if let Some(i) = topo.nodes.iter().position(|n| n.gpu_id == a.gpu_id && n.gpu_id != 0) {
+                apertures[i] = Apertures {
+                    lds: (a.lds_base, a.lds_limit),
+                    scratch: (a.scratch_base, a.scratch_limit),
+                    gpuvm: (a.gpuvm_base, a.gpuvm_limit),
+                };
+            }
+        }
+        let release = |fds: &Vec<i32>| fds.iter().for_each(|&fd| self.kfd.close_render_node(fd));
+        for n in topo.nodes.iter().filter(|n| n.gpu_id != 0) {
+            let minor = n.props.DrmRenderMinor;
+            let fd = match u32::try_from(minor).ok().map(|m| self.kfd.open_render_node(m)) {
+                Some(Ok(fd)) => fd,
+                _ => {
+                    release(&fds);
+                    return Err(fail(Status::ERROR, "cannot open a GPU's render node"));
+                }
+            };
+            fds.push(fd);
+            let mut vm: kfd_ioctl_acquire_vm_args = zeroed();
+            vm.drm_fd = fd as u32;
+            vm.gpu_id = n.gpu_id;
+            if ioctl_typed(&*self.kfd, AMDKFD_IOC_ACQUIRE_VM, &mut vm).is_err() {
+                release(&fds);
+                return Err(fail(Status::ERROR, "AMDKFD_IOC_ACQUIRE_VM failed"));
+            }
+        }
+        Ok((apertures, fds))
+    }
+
+    /// Drop the snapshot and everything set up with it. Always succeeds (upstream).
+    pub fn release_system_properties(&mut self) {
+        if let Some(a) = self.acquired.take() {
+            for fd in a.render_fds {
+                self.kfd.close_render_node(fd);
+            }
+        }
+    }
+
+    fn acquired(&self) -> KmtResult<&Acquired> {
+        self.acquired.as_ref().ok_or(Status::INVALID_NODE_UNIT)
+    }
+
+    /// The node, or INVALID_NODE_UNIT (also before AcquireSystemProperties, as upstream).
+    fn node(&self, id: u32) -> KmtResult<(&topology::Node, Apertures)> {
+        let a = self.acquired()?;
+        let i = id as usize;
+        match a.topology.nodes.get(i) {
+            Some(n) => Ok((n, a.apertures.get(i).copied().unwrap_or_default())),
+            None => Err(Status::INVALID_NODE_UNIT),
+        }
+    }
+
+    /// Thunk-added memory heaps of a GPU node (upstream appends LDS, SCRATCH and DEVICE_SVM
+    /// after the sysfs banks; they describe apertures, not memory).
+    fn thunk_heaps(node: &topology::Node, ap: Apertures) -> heapless::Vec<HsaMemoryProperties, 3> {
+        let mut v = heapless::Vec::new();
+        if node.gpu_id == 0 {
+            return v;
+        }
+        let mut heap = |ty: u32, base: u64, size: u64| {
+            let mut m: HsaMemoryProperties = zeroed();
+            m.HeapType = ty;
+            m.__anon_union_1.SizeInBytes = size;
+            m.VirtualBaseAddress = base;
+            let _ = v.push(m);
+        };
+        let span = |(b, l): (u64, u64)| if l > b { l - b + 1 } else { 0 };
+        heap(HSA_HEAPTYPE_GPU_LDS, ap.lds.0, u64::from(node.props.LDSSizeInKB) * 1024);
+        heap(HSA_HEAPTYPE_GPU_SCRATCH, ap.scratch.0, span(ap.scratch));
+        heap(HSA_HEAPTYPE_DEVICE_SVM, ap.gpuvm.0, span(ap.gpuvm));
+        v
+    }
+
+    pub fn node_properties(&self, id: u32) -> KmtResult<HsaNodeProperties> {
+        let (n, ap) = self.node(id)?;
+        let mut p = n.props;
+        p.NumMemoryBanks = (n.mem_banks.len() + Self::thunk_heaps(n, ap).len()) as u32;
+        Ok(p)
+    }
+
+    /// Upstream: zero `out`, copy the sysfs banks then the thunk heaps while they fit; a
+    /// count larger or smaller than the node's is not an error.
+    pub fn node_memory_properties(&self, id: u32, out: &mut [HsaMemoryProperties]) -> KmtResult<()> {
+        let (n, ap) = self.node(id)?;
+        let heaps = Self::thunk_heaps(n, ap);
+        for (dst, src) in out.iter_mut().zip(n.mem_banks.iter().chain(heaps.iter())) {
+            *dst = *src;
+        }
+        let filled = n.mem_banks.len() + heaps.len();
+        for dst in out.iter_mut().skip(filled) {
+            *dst = zeroed();
+        }
+        Ok(())
+    }
+
+    /// Upstream: asking for more caches than the node has is INVALID_PARAMETER; ProcessorId
+    /// is not used to select caches.
+    pub fn node_cache_properties(&self, id: u32, _processor_id: u32, out: &mut [HsaCacheProperties]) -> KmtResult<()> {
+        let (n, _) = self.node(id)?;
+        let src = n.caches.get(..out.len()).ok_or(Status::INVALID_PARAMETER)?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Upstream: asking for more links than the node has is INVALID_PARAMETER.
+    pub fn node_io_link_properties(&self, id: u32, out: &mut [HsaIoLinkProperties]) -> KmtResult<()> {
+        let (n, _) = self.node(id)?;
+        let src = n.io_links.get(..out.len()).ok_or(Status::INVALID_PARAMETER)?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// GPU wall clock in Hz (the topology's WallClockKHz × 1000; 0 for CPU nodes).
+    pub fn node_wallclock_frequency(&self, id: u32) -> KmtResult<u64> {
+        let (n, _) = self.node(id)?;
+        Ok({ n.props.WallClockKHz }.saturating_mul(1000))
+    }
+
+    /// GET_CLOCK_COUNTERS for the node's gpu_id (0 for a CPU node: the KFD then reports a
+    /// zero GPU counter and real CPU/system counters). Allocates nothing.
+    pub fn clock_counters(&self, id: u32) -> KmtResult<HsaClockCounters> {
+        let (n, _) = self.node(id)?;
+        let mut a: kfd_ioctl_get_clock_counters_args = zeroed();
+        a.gpu_id = n.gpu_id;
+        ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a).map_err(|_| Status::ERROR)?;
+        Ok(HsaClockCounters {
+            GPUClockCounter: a.gpu_clock_counter,
+            CPUClockCounter: a.cpu_clock_counter,
+            SystemClockCounter: a.system_clock_counter,
+            SystemClockFrequencyHz: a.system_clock_freq,
+        })
+    }
+
+    /// Upstream's CheckRuntimeDebugSupport: every GPU must have debug-capable firmware and
+    /// the KFD must be at least 1.13.
+    pub fn check_runtime_debug_support(&mut self) -> KmtResult<()> {
+        self.acquire_system_properties().map_err(|_| Status::ERROR)?;
+        let topo = self.topology().ok_or(Status::ERROR)?;
+        for n in &topo.nodes {
+            let cpu_only = n.props.NumCPUCores != 0 && n.props.NumFComputeCores == 0;
+            if !cpu_only && n.props.Capability.bf_DebugSupportedFirmware() == 0 {
+                return Err(Status::NOT_SUPPORTED);
+            }
+        }
+        if !self.minor_at_least(RUNTIME_ENABLE_MIN_MINOR) {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        Ok(())
+    }
+
+    pub fn runtime_enable(&mut self, r_debug: u64, setup_ttmp: bool) -> KmtResult<()> {
+        self.check_runtime_debug_support()?;
+        let mut a: kfd_ioctl_runtime_enable_args = zeroed();
+        a.r_debug = r_debug;
+        a.mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK as u32;
+        if setup_ttmp {
+            a.mode_mask |= KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK as u32;
+        }
+        match ioctl_typed(&*self.kfd, AMDKFD_IOC_RUNTIME_ENABLE, &mut a) {
+            Ok(()) => {
+                self.runtime_caps = a.capabilities_mask;
+                Ok(())
+            }
+            Err(Errno(Errno::EBUSY)) => Err(Status::UNAVAILABLE),
+            Err(_) => Err(Status::ERROR),
+        }
+    }
+
+    pub fn runtime_disable(&mut self) -> KmtResult<()> {
+        self.check_runtime_debug_support()?;
+        let mut a: kfd_ioctl_runtime_enable_args = zeroed();
+        ioctl_typed(&*self.kfd, AMDKFD_IOC_RUNTIME_ENABLE, &mut a).map_err(|_| Status::ERROR)
+    }
+
+    /// The capabilities the last successful RuntimeEnable reported (0 before one).
+    pub fn runtime_capabilities(&self) -> u32 {
+        self.runtime_caps
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.release_system_properties();
+    }
+}
+
+/// Upstream's process-wide open/close rules around one `Context`: reference counting,
+/// KERNEL_ALREADY_OPENED for nested opens, and a forked child that inherited an open thunk
+/// sees KERNEL_IO_CHANNEL_NOT_OPENED until it opens again (and then starts clean).
+#[derive(Default)]
+pub struct Thunk {
+    open_count: u32,
+    opener_pid: u32,
+    ctx: Option<Context>,
+}
+
+impl Thunk {
+    pub const fn new() -> Thunk {
+        Thunk { open_count: 0, opener_pid: 0, ctx: None }
+    }
+
+    fn forked(&self, pid: u32) -> bool {
+        self.open_count > 0 && self.opener_pid != pid
+    }
+
+    /// `make_port` is only called when a new context is needed.
+    pub fn open(
+        &mut self,
+        pid: u32,
+        make_port: impl FnOnce() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError>,
+    ) -> Result<Status, OpenError> {
+        if self.forked(pid) {
+            // The inherited context belongs to the parent: forget it without touching the
+            // parent's objects (dropping it only closes this process's copies of its fds).
+            self.ctx = None;
+            self.open_count = 0;
+        }
+        if self.open_count > 0 {
+            self.open_count += 1;
+            return Ok(Status::KERNEL_ALREADY_OPENED);
+        }
+        let (kfd, cfg) = make_port()?;
+        let ctx = Context::open(kfd, cfg)?;
+        self.ctx = Some(ctx);
+        self.open_count = 1;
+        self.opener_pid = pid;
+        Ok(Status::SUCCESS)
+    }
+
+    pub fn close(&mut self, pid: u32) -> KmtResult<()> {
+        if self.open_count == 0 {
+            return Err(Status::KERNEL_IO_CHANNEL_NOT_OPENED);
+        }
+        if self.forked(pid) {
+            // A child closing what it inherited: upstream decrements and succeeds.
+            self.open_count -= 1;
+            if self.open_count == 0 {
+                self.ctx = None;
+            }
+            return Ok(());
+        }
+        self.open_count -= 1;
+        if self.open_count == 0 {
+            self.ctx = None;
+        }
+        Ok(())
+    }
+
+    pub fn open_count(&self) -> u32 {
+        self.open_count
+    }
+
+    /// The open context of this process, or KERNEL_IO_CHANNEL_NOT_OPENED (never open,
+    /// closed, or inherited across fork).
+    pub fn ctx(&self, pid: u32) -> KmtResult<&Context> {
+        if self.forked(pid) {
+            return Err(Status::KERNEL_IO_CHANNEL_NOT_OPENED);
+        }
+        self.ctx.as_ref().ok_or(Status::KERNEL_IO_CHANNEL_NOT_OPENED)
+    }
+
+    pub fn ctx_mut(&mut self, pid: u32) -> KmtResult<&mut Context> {
+        if self.forked(pid) {
+            return Err(Status::KERNEL_IO_CHANNEL_NOT_OPENED);
+        }
+        self.ctx.as_mut().ok_or(Status::KERNEL_IO_CHANNEL_NOT_OPENED)
+    }
+}

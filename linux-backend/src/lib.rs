@@ -1,0 +1,187 @@
+//! hsakmt-linux: the `Kfd` port on a real machine — ioctls and mmaps on `/dev/kfd`,
+//! `/dev/dri/renderD<minor>`, and the KFD topology and CPU trees in sysfs.
+
+use hsakmt_core::{Backend, Errno, Kfd, SysTree};
+use rustix::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
+use std::ffi::c_void;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Where the KFD publishes its topology.
+pub const KFD_TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
+/// Where Linux describes CPUs and their caches.
+pub const CPU_ROOT: &str = "/sys/devices/system/cpu";
+pub const KFD_DEVICE: &str = "/dev/kfd";
+
+/// The amdkfd character device plus the sysfs trees that go with it.
+pub struct DevKfd {
+    fd: OwnedFd,
+    topology_root: PathBuf,
+}
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+impl DevKfd {
+    /// Open `/dev/kfd` (O_RDWR | O_CLOEXEC, as upstream).
+    pub fn open() -> Result<DevKfd, Errno> {
+        let fd = rustix::fs::open(KFD_DEVICE, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
+        Ok(DevKfd { fd, topology_root: PathBuf::from(KFD_TOPOLOGY_ROOT) })
+    }
+
+    /// Whether a KFD device node exists on this machine.
+    pub fn present() -> bool {
+        Path::new(KFD_DEVICE).exists()
+    }
+}
+
+/// One raw KFD ioctl: the request number passes through unchanged, so the kernel applies
+/// its own size rule (copy min(sizes), zero-fill the rest).
+struct RawIoctl<'a> {
+    request: u32,
+    arg: &'a mut [u8],
+}
+
+// SAFETY: `as_ptr` points at a live, writable buffer of `arg.len()` bytes, which `Kfd::ioctl`
+// requires to be at least the request's encoded size; the kernel writes at most that size.
+unsafe impl Ioctl for RawIoctl<'_> {
+    type Output = ();
+    const IS_MUTATING: bool = true;
+    fn opcode(&self) -> Opcode {
+        self.request as Opcode
+    }
+    fn as_ptr(&mut self) -> *mut c_void {
+        self.arg.as_mut_ptr().cast()
+    }
+    unsafe fn output_from_ptr(_out: IoctlOutput, _extract: *mut c_void) -> rustix::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Read a whole file into `buf`, ERANGE when it does not fit.
+pub fn read_into(path: &Path, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut f = std::fs::File::open(path).map_err(|e| Errno(e.raw_os_error().unwrap_or(Errno::EIO)))?;
+    let mut n = 0;
+    loop {
+        if n == buf.len() {
+            let mut probe = [0u8; 1];
+            return match f.read(&mut probe) {
+                Ok(0) => Ok(n),
+                Ok(_) => Err(Errno(Errno::ERANGE)),
+                Err(e) => Err(Errno(e.raw_os_error().unwrap_or(Errno::EIO))),
+            };
+        }
+        match f.read(&mut buf[n..]) {
+            Ok(0) => return Ok(n),
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Errno(e.raw_os_error().unwrap_or(Errno::EIO))),
+        }
+    }
+}
+
+/// Count the entries of `dir` whose names are decimal numbers (sysfs node/bank/link dirs).
+pub fn count_numbered(dir: &Path) -> Result<u32, Errno> {
+    let rd = std::fs::read_dir(dir).map_err(|e| Errno(e.raw_os_error().unwrap_or(Errno::EIO)))?;
+    let mut n = 0u32;
+    for entry in rd.flatten() {
+        if entry.file_name().to_str().is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Resolve a path of one of the read-only trees.
+pub fn tree_path(topology_root: &Path, tree: SysTree, rel: &str) -> PathBuf {
+    match tree {
+        SysTree::Topology => topology_root.join(rel),
+        SysTree::Cpu => Path::new(CPU_ROOT).join(rel),
+        SysTree::CpuInfo => PathBuf::from("/proc/cpuinfo"),
+    }
+}
+
+/// Open a DRM render node the way upstream does (O_RDWR | O_CLOEXEC); minors are 128..=255.
+pub fn open_render_node(minor: u32) -> Result<i32, Errno> {
+    if !(128..=255).contains(&minor) {
+        return Err(Errno(Errno::EINVAL));
+    }
+    let path = format!("/dev/dri/renderD{minor}");
+    let fd = rustix::fs::open(path.as_str(), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
+    Ok(fd.into_raw_fd())
+}
+
+pub fn close_fd(fd: i32) {
+    if fd >= 0 {
+        // SAFETY: the fd came from `open_render_node` (`into_raw_fd`) and is closed once here.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+}
+
+impl Kfd for DevKfd {
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        if arg.len() < hsakmt_core::abi::ioc::size(request) {
+            return Err(Errno(Errno::EINVAL));
+        }
+        loop {
+            // SAFETY: RawIoctl's buffer is at least the request's size (checked above).
+            let r = unsafe { rustix::ioctl::ioctl(self.fd.as_fd(), RawIoctl { request, arg: &mut *arg }) };
+            match r {
+                Ok(()) => return Ok(()),
+                // upstream retries interrupted and busy-again ioctls
+                Err(e) if e == rustix::io::Errno::INTR || e == rustix::io::Errno::AGAIN => continue,
+                Err(e) => return Err(errno(e)),
+            }
+        }
+    }
+
+    unsafe fn mmap(&self, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
+        use rustix::mm::{MapFlags, ProtFlags};
+        let mut flags = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
+        if fixed_addr.is_some() {
+            flags |= MapFlags::FIXED;
+        }
+        let addr = fixed_addr.unwrap_or(0) as *mut c_void;
+        // SAFETY: the caller owns `fixed_addr` (trait contract); otherwise the kernel picks.
+        let p = unsafe { rustix::mm::mmap(addr, len, ProtFlags::from_bits_truncate(prot), flags, self.fd.as_fd(), offset) }.map_err(errno)?;
+        Ok(p as usize)
+    }
+
+    unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // SAFETY: the caller guarantees the range came from `mmap` and is no longer used.
+        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(errno)
+    }
+
+    fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
+        open_render_node(minor)
+    }
+
+    fn close_render_node(&self, fd: i32) {
+        close_fd(fd)
+    }
+
+    fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
+        read_into(&tree_path(&self.topology_root, tree, path), buf)
+    }
+
+    fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
+        count_numbered(&tree_path(&self.topology_root, tree, dir))
+    }
+
+    fn process_id(&self) -> u32 {
+        rustix::process::getpid().as_raw_nonzero().get() as u32
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Kernel
+    }
+}
+
+impl AsRawFd for DevKfd {
+    fn as_raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+}
