@@ -7,3 +7,4 @@ pub mod ioc;
 pub mod hsakmt;
 #[path = "gen_kfd.rs"]
 pub mod kfd;
+pub mod model;
