@@ -197,7 +197,7 @@ impl Context {
         let mut heap = |ty: u32, base: u64, size: u64| {
             let mut m: HsaMemoryProperties = zeroed();
             m.HeapType = ty;
-            m.__anon_union_1.SizeInBytes = size;
+            m.set_size_in_bytes(size);
             m.VirtualBaseAddress = base;
             let _ = v.push(m);
         };

@@ -8,3 +8,4 @@ pub mod hsakmt;
 #[path = "gen_kfd.rs"]
 pub mod kfd;
 pub mod model;
+mod accessors;
