@@ -1,0 +1,436 @@
+//! The C side of libhsakmt.so: our public headers compile as C and C++ and match the
+//! compiler-measured upstream ABI, the library exports the whole API under HSAKMT_1 with
+//! SONAME libhsakmt.so.1, the pkg-config/CMake files work, and a C program written against
+//! upstream names runs against every built-in model topology.
+//!
+//! Needs a C compiler (`$CC` or `cc`); without one every test prints why and passes. C++
+//! checks also need `$CXX` or `c++`; pkg-config, cmake and python3 checks skip when those
+//! tools are missing. Cargo builds this package's cdylib before its integration tests; the
+//! tests find it next to their own executable.
+//!
+//! Expected topology facts for `topology_smoke` live in `EXPECT` below.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Facts of the built-in catalogue entries, passed to topology_smoke as `--expect-*`.
+/// (name, NumNodes, GPU nodes, gfx version of every GPU, NumFComputeCores of every GPU)
+const EXPECT: &[(&str, u32, u32, &str, u32)] = &[
+    ("mi300x", 10, 8, "9.4.2", 1216),
+    ("mi300x-cpx", 65, 63, "9.4.2", 152),
+    ("mi210", 10, 8, "9.0.10", 416),
+    ("rx7900xtx", 2, 1, "11.0.0", 192),
+    ("mi25", 2, 1, "9.0.0", 256),
+];
+
+/// Version written into the rendered pkg-config / CMake files (interface major = SONAME major).
+const PACKAGE_VERSION: &str = "1.0.0";
+
+struct Setup {
+    cc: String,
+    cxx: Option<String>,
+    /// The cdylib cargo built.
+    lib: PathBuf,
+    /// Scratch directory of this test binary.
+    work: PathBuf,
+    /// An install-like tree: lib/libhsakmt.so{,.1}, include/, lib/pkgconfig, lib/cmake/hsakmt.
+    prefix: PathBuf,
+}
+
+fn tool_works(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+/// The test environment, or None (after saying why) when no C compiler is available.
+fn setup() -> Option<&'static Setup> {
+    static SETUP: OnceLock<Option<Setup>> = OnceLock::new();
+    let s = SETUP.get_or_init(|| {
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        if !tool_works(&cc) {
+            return None;
+        }
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let cxx = tool_works(&cxx).then_some(cxx);
+        let lib = find_cdylib();
+        let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_api");
+        let _ = fs::remove_dir_all(&work);
+        let prefix = work.join("prefix");
+        let libdir = prefix.join("lib");
+        fs::create_dir_all(libdir.join("pkgconfig")).unwrap();
+        fs::create_dir_all(libdir.join("cmake/hsakmt")).unwrap();
+        std::os::unix::fs::symlink(&lib, libdir.join("libhsakmt.so.1")).unwrap();
+        std::os::unix::fs::symlink("libhsakmt.so.1", libdir.join("libhsakmt.so")).unwrap();
+        std::os::unix::fs::symlink(Path::new(MANIFEST).join("include"), prefix.join("include")).unwrap();
+        let render = |template: &str, out: PathBuf| {
+            let text = fs::read_to_string(Path::new(MANIFEST).join(template)).unwrap();
+            let text = text
+                .replace("@prefix@", prefix.to_str().unwrap())
+                .replace("@libdir@", libdir.to_str().unwrap())
+                .replace("@includedir@", prefix.join("include").to_str().unwrap())
+                .replace("@version@", PACKAGE_VERSION);
+            fs::write(out, text).unwrap();
+        };
+        render("hsakmt.pc.in", libdir.join("pkgconfig/libhsakmt.pc"));
+        render("cmake/hsakmt-config.cmake.in", libdir.join("cmake/hsakmt/hsakmt-config.cmake"));
+        render("cmake/hsakmt-config-version.cmake.in", libdir.join("cmake/hsakmt/hsakmt-config-version.cmake"));
+        Some(Setup { cc, cxx, lib, work, prefix })
+    });
+    if s.is_none() {
+        eprintln!("SKIPPED: no working C compiler ($CC or `cc`); the C API tests need one");
+    }
+    s.as_ref()
+}
+
+/// libhsakmt.so built by cargo for this test run: in `deps/` next to the test executable, or
+/// uplifted one directory above.
+fn find_cdylib() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test executable has a directory");
+    let candidates = [deps.join("libhsakmt.so"), deps.parent().map(|d| d.join("libhsakmt.so")).unwrap_or_default()];
+    for c in &candidates {
+        if c.is_file() {
+            return c.clone();
+        }
+    }
+    panic!("libhsakmt.so not found (looked at {candidates:?}); cargo builds the hsakmt-ffi cdylib before its tests");
+}
+
+/// A command's result for a failure message (stdout cut to its first 80 lines).
+fn show(o: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let stdout =
+        if lines.len() > 80 { format!("{}\n... ({} more lines)\n", lines[..80].join("\n"), lines.len() - 80) } else { stdout.into_owned() };
+    format!("status {}\n--- stdout\n{stdout}--- stderr\n{}", o.status, String::from_utf8_lossy(&o.stderr))
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let o = run(cmd);
+    assert!(o.status.success(), "{cmd:?} failed:\n{}", show(&o));
+    o
+}
+
+fn c_dir() -> PathBuf {
+    Path::new(MANIFEST).join("tests/c")
+}
+
+/// Compile (and, with `link`, link against libhsakmt) one C source; returns the output path.
+fn compile(s: &Setup, cxx: bool, src: &Path, out: &str, link: bool, extra: &[&str]) -> PathBuf {
+    let out = s.work.join(out);
+    let mut cmd = Command::new(if cxx { s.cxx.as_deref().unwrap() } else { &s.cc });
+    if cxx {
+        cmd.args(["-x", "c++", "-std=c++17"]);
+    } else {
+        cmd.arg("-std=gnu11");
+    }
+    cmd.args(["-Wall", "-Wextra", "-Werror", "-O1"]).arg("-I").arg(s.prefix.join("include")).args(extra);
+    if link {
+        cmd.arg(src).arg("-o").arg(&out);
+        let libdir = s.prefix.join("lib");
+        cmd.arg("-L").arg(&libdir).arg("-lhsakmt").arg(format!("-Wl,-rpath,{}", libdir.display()));
+    } else {
+        cmd.arg("-c").arg(src).arg("-o").arg(&out);
+    }
+    run_ok(&mut cmd);
+    out
+}
+
+/// The function table of the upstream headers: (header, name).
+fn api_functions() -> Vec<(String, String)> {
+    let tsv = Path::new(MANIFEST).join("../core/tests/data/hsakmt-functions.tsv");
+    fs::read_to_string(&tsv)
+        .unwrap_or_else(|e| panic!("{}: {e}", tsv.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut f = l.split('\t');
+            (f.next().unwrap().to_string(), f.next().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn headers_compile_standalone_as_c_and_cxx() {
+    let Some(s) = setup() else { return };
+    for h in ["hsakmttypes.h", "hsakmt.h", "hsakmtctx.h", "hsakmtmodeliface.h", "linux/kfd_ioctl.h"] {
+        let src = s.work.join(format!("only_{}.c", h.replace('/', "_")));
+        fs::write(&src, format!("#include <hsakmt/{h}>\nint hsakmt_header_test;\n")).unwrap();
+        compile(s, false, &src, &format!("only_{}.o", h.replace('/', "_")), false, &[]);
+        if s.cxx.is_some() {
+            compile(s, true, &src, &format!("only_{}.cxx.o", h.replace('/', "_")), false, &[]);
+        }
+    }
+}
+
+/// Upstream-style source: anonymous members, bitfields, macros and the KFD structs of hsakmt.h.
+#[test]
+fn upstream_style_code_compiles() {
+    let Some(s) = setup() else { return };
+    let src = s.work.join("upstream_style.c");
+    fs::write(
+        &src,
+        r#"#include <hsakmt/hsakmt.h>
+#include <hsakmt/hsakmtctx.h>
+#include <hsakmt/hsakmtmodeliface.h>
+#include <string.h>
+HSAuint64 f(HsaMemoryProperties *props, HsaEvent *Event, struct kfd_runtime_info *ri);
+HSAuint64 f(HsaMemoryProperties *props, HsaEvent *Event, struct kfd_runtime_info *ri)
+{
+    HsaMemFlags flags;
+    memset(&flags, 0, sizeof flags);
+    flags.ui32.HostAccess = 1;
+    flags.ui32.CoarseGrain = 1;
+    HSA_QUEUE_PRIORITY prio = HSA_QUEUE_PRIORITY_NORMAL;
+    struct _HsaEvent *tagged = Event;
+    HsaKFDContext *ctx = NULL;
+    get_hsakmt_model_functions_t get = NULL;
+    (void)ctx; (void)get;
+    return props->SizeInBytes + props->ui32.SizeInBytesHigh + flags.Value + (HSAuint64)prio
+         + tagged->EventData.EventData.MemoryAccessFault.VirtualAddress
+         + tagged->EventData.EventData.SyncVar.SyncVar.UserDataPtrValue
+         + ri->r_debug + HSA_EC_MASK(HSA_DBG_EC_QUEUE_NEW) + KFD_EC_MASK(EC_QUEUE_NEW)
+         + AMDKFD_IOC_GET_VERSION + HSA_PROFILEBLOCK_AMD_SQ.Data1 + sizeof(HsaSharedMemoryHandle);
+}
+"#,
+    )
+    .unwrap();
+    compile(s, false, &src, "upstream_style.o", false, &[]);
+    if s.cxx.is_some() {
+        compile(s, true, &src, "upstream_style.cxx.o", false, &[]);
+    }
+}
+
+#[test]
+fn abi_static_asserts_c() {
+    let Some(s) = setup() else { return };
+    compile(s, false, &c_dir().join("abi_static_asserts.c"), "abi_static_asserts.o", false, &[]);
+}
+
+#[test]
+fn abi_static_asserts_cxx() {
+    let Some(s) = setup() else { return };
+    if s.cxx.is_none() {
+        eprintln!("SKIPPED: no C++ compiler ($CXX or `c++`)");
+        return;
+    }
+    compile(s, true, &c_dir().join("abi_static_asserts.c"), "abi_static_asserts.cxx.o", false, &[]);
+}
+
+#[test]
+fn abi_runtime_checks() {
+    let Some(s) = setup() else { return };
+    let exe = s.work.join("abi_runtime_checks");
+    run_ok(
+        Command::new(&s.cc)
+            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(s.prefix.join("include"))
+            .arg(c_dir().join("abi_runtime_checks.c"))
+            .arg("-o")
+            .arg(&exe),
+    );
+    let o = run_ok(&mut Command::new(&exe));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0 failures"), "{}", show(&o));
+}
+
+/// Dynamic symbols defined by the library: name -> version suffix ("@@HSAKMT_1").
+fn dynamic_symbols(lib: &Path) -> Vec<(String, String)> {
+    let nm = run(Command::new("nm").args(["-D", "--defined-only", "--with-symbol-versions"]).arg(lib));
+    if nm.status.success() {
+        return String::from_utf8_lossy(&nm.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(2))
+            .map(|sym| match sym.find('@') {
+                Some(i) => (sym[..i].to_string(), sym[i..].to_string()),
+                None => (sym.to_string(), String::new()),
+            })
+            .collect();
+    }
+    // Older binutils: objdump -T prints "... <section> <size> <version> <name>".
+    let od = run_ok(Command::new("objdump").arg("-T").arg(lib));
+    String::from_utf8_lossy(&od.stdout)
+        .lines()
+        .filter(|l| !l.contains("*UND*"))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3).then(|| (f[f.len() - 1].to_string(), format!("@@{}", f[f.len() - 2].trim_matches(|c| c == '(' || c == ')'))))
+        })
+        .collect()
+}
+
+#[test]
+fn exports_every_function_under_hsakmt_1() {
+    let Some(s) = setup() else { return };
+    let syms = dynamic_symbols(&s.lib);
+    let api = api_functions();
+    let exported: Vec<&(String, String)> = api.iter().filter(|(h, _)| h == "hsakmt.h" || h == "hsakmtctx.h").collect();
+    assert_eq!(api.iter().filter(|(h, _)| h == "hsakmt.h").count(), 114);
+    assert_eq!(api.iter().filter(|(h, _)| h == "hsakmtctx.h").count(), 74);
+    let mut missing = Vec::new();
+    for (header, name) in exported {
+        match syms.iter().find(|(n, _)| n == name) {
+            Some((_, v)) if v == "@@HSAKMT_1" => {}
+            Some((_, v)) => missing.push(format!("{name} ({header}) has version '{v}', expected @@HSAKMT_1")),
+            None => missing.push(format!("{name} ({header}) is not exported")),
+        }
+    }
+    assert!(missing.is_empty(), "{} problems:\n{}", missing.len(), missing.join("\n"));
+    let known: BTreeSet<&str> = api.iter().map(|(_, n)| n.as_str()).collect();
+    let extra: Vec<&str> = syms.iter().map(|(n, _)| n.as_str()).filter(|n| !known.contains(n) && *n != "HSAKMT_1").collect();
+    if !extra.is_empty() {
+        eprintln!("note: libhsakmt.so also exports {extra:?} (upstream exports only hsaKmt*)");
+    }
+}
+
+#[test]
+fn soname_is_libhsakmt_so_1() {
+    let Some(s) = setup() else { return };
+    let o = run_ok(Command::new("objdump").arg("-p").arg(&s.lib));
+    let soname = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SONAME").map(|v| v.trim().to_string()))
+        .unwrap_or_default();
+    assert_eq!(soname, "libhsakmt.so.1");
+}
+
+#[test]
+fn pkg_config_file() {
+    let Some(s) = setup() else { return };
+    if !tool_works("pkg-config") {
+        eprintln!("SKIPPED: pkg-config not installed");
+        return;
+    }
+    let pc = |args: &[&str]| {
+        let o = run_ok(Command::new("pkg-config").args(args).arg("libhsakmt").env("PKG_CONFIG_PATH", s.prefix.join("lib/pkgconfig")));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(pc(&["--modversion"]), PACKAGE_VERSION);
+    let cflags = pc(&["--cflags"]);
+    let libs = pc(&["--libs"]);
+    assert!(libs.contains("-lhsakmt"), "{libs}");
+    let src = s.work.join("pc_user.c");
+    fs::write(
+        &src,
+        "#include <hsakmt/hsakmt.h>\n#include <stdio.h>\nint main(void) {\n    HsaVersionInfo v;\n    \
+         printf(\"status %d\\n\", (int)hsaKmtGetVersion(&v));\n    return 0;\n}\n",
+    )
+    .unwrap();
+    let exe = s.work.join("pc_user");
+    let libdir = s.prefix.join("lib");
+    run_ok(
+        Command::new(&s.cc)
+            .args(cflags.split_whitespace())
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .args(libs.split_whitespace())
+            .arg(format!("-Wl,-rpath,{}", libdir.display())),
+    );
+    run_ok(&mut Command::new(&exe));
+}
+
+#[test]
+fn cmake_package() {
+    let Some(s) = setup() else { return };
+    if !tool_works("cmake") {
+        eprintln!("SKIPPED: cmake not installed");
+        return;
+    }
+    let proj = s.work.join("cmake_user");
+    fs::create_dir_all(&proj).unwrap();
+    fs::write(
+        proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.10)\nproject(hsakmt_user C)\nfind_package(hsakmt 1.0 CONFIG REQUIRED)\n\
+         add_executable(user user.c)\ntarget_link_libraries(user hsakmt::hsakmt)\n",
+    )
+    .unwrap();
+    fs::write(
+        proj.join("user.c"),
+        "#include <hsakmt/hsakmt.h>\nint main(void) {\n    HsaVersionInfo v;\n    (void)hsaKmtGetVersion(&v);\n    return 0;\n}\n",
+    )
+    .unwrap();
+    let build = proj.join("build");
+    run_ok(Command::new("cmake").arg("-S").arg(&proj).arg("-B").arg(&build).arg(format!("-DCMAKE_PREFIX_PATH={}", s.prefix.display())));
+    run_ok(Command::new("cmake").arg("--build").arg(&build));
+    run_ok(&mut Command::new(build.join("user")));
+}
+
+/// The committed generated files (headers, C tests, gen_exports.rs) match the tables and the
+/// hand-written exports. Needs python3.
+#[test]
+fn generated_files_up_to_date() {
+    if setup().is_none() {
+        return;
+    }
+    if !tool_works("python3") {
+        eprintln!("SKIPPED: python3 not installed");
+        return;
+    }
+    let script = Path::new(MANIFEST).join("../tools/abi-gen/gen_c.py");
+    let o = run(Command::new("python3").arg(&script).arg("--check"));
+    assert!(o.status.success(), "generated files are stale; run python3 tools/abi-gen/gen_c.py\n{}", show(&o));
+}
+
+/// The topology smoke program, built once.
+fn smoke_exe(s: &Setup) -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| compile(s, false, &c_dir().join("topology_smoke.c"), "topology_smoke", true, &[]))
+}
+
+fn run_smoke(s: &Setup, model: &str, args: &[String]) -> Output {
+    let mut cmd = Command::new(smoke_exe(s));
+    cmd.args(args).env("HSAKMT_MODEL", model);
+    for var in ["HSA_MODEL_TOPOLOGY", "HSA_MODEL_LIB", "HSA_OVERRIDE_GFX_VERSION"] {
+        cmd.env_remove(var);
+    }
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("HSAKMT_SMOKE_EXPECT_") {
+            cmd.env_remove(&k);
+        }
+    }
+    run(&mut cmd)
+}
+
+#[test]
+fn topology_smoke_on_every_catalogue_model() {
+    let Some(s) = setup() else { return };
+    let names = hsakmt_model::catalogue_names();
+    assert!(!names.is_empty());
+    let mut failed = Vec::new();
+    for &name in names {
+        let mut args = vec!["--expect-model=1".to_string()];
+        if let Some(&(_, nodes, gpus, gfx, simd)) = EXPECT.iter().find(|e| e.0 == name) {
+            args.push(format!("--expect-nodes={nodes}"));
+            args.push(format!("--expect-gpus={gpus}"));
+            args.push(format!("--expect-gfx={gfx}"));
+            args.push(format!("--expect-simd={simd}"));
+        } else {
+            eprintln!("note: no expectations recorded for catalogue entry {name:?}; generic checks only");
+        }
+        let o = run_smoke(s, name, &args);
+        let out = String::from_utf8_lossy(&o.stdout);
+        if o.status.success() && out.contains("topology_smoke: OK") {
+            eprintln!("{name}: {}", out.lines().last().unwrap_or(""));
+        } else {
+            failed.push(format!("=== HSAKMT_MODEL={name} {}\n{}", args.join(" "), show(&o)));
+        }
+    }
+    assert!(failed.is_empty(), "{} of {} models failed:\n{}", failed.len(), names.len(), failed.join("\n"));
+}
+
+/// A wrong expectation must fail: the smoke program's checks are live.
+#[test]
+fn topology_smoke_rejects_wrong_expectations() {
+    let Some(s) = setup() else { return };
+    let name = hsakmt_model::catalogue_names()[0];
+    let o = run_smoke(s, name, &["--expect-nodes=100000".to_string()]);
+    assert!(!o.status.success(), "a wrong node count was accepted:\n{}", show(&o));
+}
