@@ -1,4 +1,50 @@
-//! hsakmt-model: the software KFD.
+//! hsakmt-model: the software KFD + GPU model of hsakmt-rs.
+//!
+//! - [`Model`]: a KFD answering ioctls in process ([`Model::handle_ioctl`]) and through the
+//!   `hsakmt_core::Kfd` port, over a topology from the built-in [`catalogue`] or a sysfs-layout
+//!   directory (`HSA_MODEL_TOPOLOGY`).
+//! - The crate also builds as a plugin .so exporting `get_hsakmt_model_functions`
+//!   (upstream's hsakmtmodeliface.h 1.1), see [`plugin`].
+
 pub mod catalogue;
+mod drm;
+mod kfd;
+mod model;
+pub mod plugin;
+mod port;
+pub mod topology;
+mod usercopy;
 pub mod vfs;
+
 pub use catalogue::catalogue_names;
+pub use drm::{marketing_name, DRM_VERSION};
+pub use kfd::{available_memory, ioctl_count};
+pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, DEFAULT_KFD_VERSION};
+pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};
+pub use usercopy::{copy_from_user, copy_to_user};
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+impl Model {
+    /// One KFD ioctl: `request` is the `unsigned long` of ioctl(2) (only its low 32 bits, the
+    /// `unsigned int cmd` the kernel sees, matter); `arg` the argument pointer. Returns the
+    /// errno the kernel would. A NULL or wild `arg`, or a wild pointer inside the argument,
+    /// gives EFAULT; nothing panics (a panic would be caught and reported as EFAULT).
+    ///
+    /// # Safety
+    /// Like ioctl(2): the model writes the ioctl's output through `arg` (and through output
+    /// pointers inside it), so whatever memory they name must be the caller's to overwrite.
+    /// Unmapped or read-only addresses are detected and answered with EFAULT.
+    pub unsafe fn handle_ioctl(&self, request: u64, arg: *mut c_void) -> Result<(), i32> {
+        catch_unwind(AssertUnwindSafe(|| self.ioctl_arg(request as u32, kfd::Arg::Ptr(arg as usize)))).unwrap_or(Err(libc::EFAULT))
+    }
+
+    /// One model-interface DRM call (`enum hsakmt_drm_cmd`); see the `drm` module notes.
+    ///
+    /// # Safety
+    /// As [`Model::handle_ioctl`]: output pointers in the argument struct must be the caller's.
+    pub unsafe fn handle_drm_call(&self, cmd: u32, arg: *mut c_void) -> Result<(), i32> {
+        catch_unwind(AssertUnwindSafe(|| self.drm_call(cmd, arg as usize))).unwrap_or(Err(libc::EFAULT))
+    }
+}

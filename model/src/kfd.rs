@@ -1,0 +1,318 @@
+//! The KFD ioctl handler, following kfd_chardev.c `kfd_ioctl()`:
+//!
+//! 1. `nr = _IOC_NR(cmd)`; nr 0, or nr past the end of the ioctl table of the configured KFD
+//!    version → ENOTTY (the type byte is not checked).
+//! 2. A process other than the one that opened the KFD → EBADF.
+//! 3. The argument is copied in with the size the *caller's* request encodes, into a buffer of
+//!    max(caller size, kernel size) whose tail is zero; direction bits come from the kernel's own
+//!    definition. A fault → EFAULT.
+//! 4. The handler runs on the kernel-sized struct; then the caller's size is copied back for
+//!    _IOR/_IOWR commands (a fault there → EFAULT, overriding the handler's result).
+//!
+//! Ioctls the kernel has but this slice of the model does not implement answer ENOTTY without
+//! touching the argument (the thunk reads that as NOT_SUPPORTED). The deprecated debugger
+//! ioctls (0x0d..0x10) answer EPERM after the argument copy, as mainline does.
+
+use crate::model::{current_pid, BoundVm, Model, Runtime};
+use crate::usercopy::{copy_from_user, copy_to_user};
+use hsakmt_core::abi::ioc;
+use hsakmt_core::abi::kfd::*;
+use rustix::fd::BorrowedFd;
+use zerocopy::{FromBytes, IntoBytes};
+
+const ENOTTY: i32 = libc::ENOTTY;
+const EINVAL: i32 = libc::EINVAL;
+const EFAULT: i32 = libc::EFAULT;
+const EBUSY: i32 = libc::EBUSY;
+const EBADF: i32 = libc::EBADF;
+const EPERM: i32 = libc::EPERM;
+const ENOMEM: i32 = libc::ENOMEM;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handler {
+    GetVersion,
+    ClockCounters,
+    Apertures,
+    AperturesNew,
+    AcquireVm,
+    AvailableMemory,
+    RuntimeEnable,
+    /// DBG_*_DEPRECATED: mainline answers EPERM.
+    Deprecated,
+    /// In the kernel's table, not modelled yet.
+    NotModelled,
+}
+
+/// The kernel's own definition of each core ioctl, indexed by nr (0x01..=0x27).
+const TABLE: &[(u32, Handler)] = &[
+    (AMDKFD_IOC_GET_VERSION, Handler::GetVersion),
+    (AMDKFD_IOC_CREATE_QUEUE, Handler::NotModelled),
+    (AMDKFD_IOC_DESTROY_QUEUE, Handler::NotModelled),
+    (AMDKFD_IOC_SET_MEMORY_POLICY, Handler::NotModelled),
+    (AMDKFD_IOC_GET_CLOCK_COUNTERS, Handler::ClockCounters),
+    (AMDKFD_IOC_GET_PROCESS_APERTURES, Handler::Apertures),
+    (AMDKFD_IOC_UPDATE_QUEUE, Handler::NotModelled),
+    (AMDKFD_IOC_CREATE_EVENT, Handler::NotModelled),
+    (AMDKFD_IOC_DESTROY_EVENT, Handler::NotModelled),
+    (AMDKFD_IOC_SET_EVENT, Handler::NotModelled),
+    (AMDKFD_IOC_RESET_EVENT, Handler::NotModelled),
+    (AMDKFD_IOC_WAIT_EVENTS, Handler::NotModelled),
+    (AMDKFD_IOC_DBG_REGISTER_DEPRECATED, Handler::Deprecated),
+    (AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, Handler::Deprecated),
+    (AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, Handler::Deprecated),
+    (AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, Handler::Deprecated),
+    (AMDKFD_IOC_SET_SCRATCH_BACKING_VA, Handler::NotModelled),
+    (AMDKFD_IOC_GET_TILE_CONFIG, Handler::NotModelled),
+    (AMDKFD_IOC_SET_TRAP_HANDLER, Handler::NotModelled),
+    (AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, Handler::AperturesNew),
+    (AMDKFD_IOC_ACQUIRE_VM, Handler::AcquireVm),
+    (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, Handler::NotModelled),
+    (AMDKFD_IOC_FREE_MEMORY_OF_GPU, Handler::NotModelled),
+    (AMDKFD_IOC_MAP_MEMORY_TO_GPU, Handler::NotModelled),
+    (AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, Handler::NotModelled),
+    (AMDKFD_IOC_SET_CU_MASK, Handler::NotModelled),
+    (AMDKFD_IOC_GET_QUEUE_WAVE_STATE, Handler::NotModelled),
+    (AMDKFD_IOC_GET_DMABUF_INFO, Handler::NotModelled),
+    (AMDKFD_IOC_IMPORT_DMABUF, Handler::NotModelled),
+    (AMDKFD_IOC_ALLOC_QUEUE_GWS, Handler::NotModelled),
+    (AMDKFD_IOC_SMI_EVENTS, Handler::NotModelled),
+    (AMDKFD_IOC_SVM, Handler::NotModelled),
+    (AMDKFD_IOC_SET_XNACK_MODE, Handler::NotModelled),
+    (AMDKFD_IOC_CRIU_OP, Handler::NotModelled),
+    (AMDKFD_IOC_AVAILABLE_MEMORY, Handler::AvailableMemory),
+    (AMDKFD_IOC_EXPORT_DMABUF, Handler::NotModelled),
+    (AMDKFD_IOC_RUNTIME_ENABLE, Handler::RuntimeEnable),
+    (AMDKFD_IOC_DBG_TRAP, Handler::NotModelled),
+    (AMDKFD_IOC_CREATE_PROCESS, Handler::NotModelled),
+];
+
+/// One past the last ioctl nr a KFD of this interface version has (`AMDKFD_CORE_IOCTL_COUNT`).
+pub fn ioctl_count(version: (u32, u32)) -> u32 {
+    match version.1 {
+        0..=2 => 0x1f,   // up to ALLOC_QUEUE_GWS
+        3..=4 => 0x20,   // 1.3: SMI_EVENTS
+        5..=6 => 0x22,   // 1.5: SVM, SET_XNACK_MODE
+        7..=8 => 0x23,   // 1.7: CRIU_OP
+        9..=11 => 0x24,  // 1.9: AVAILABLE_MEMORY
+        12 => 0x25,      // 1.12: EXPORT_DMABUF
+        13..=18 => 0x27, // 1.13: RUNTIME_ENABLE, DBG_TRAP
+        _ => 0x28,       // 1.19 (mainline): CREATE_PROCESS
+    }
+}
+
+/// Where the caller's argument lives.
+pub(crate) enum Arg<'a> {
+    /// A user address (plugin / raw interface): every access is checked.
+    Ptr(usize),
+    /// A Rust buffer (the `Kfd` port); it must cover the request's size.
+    Slice(&'a mut [u8]),
+}
+
+impl Arg<'_> {
+    fn read(&self, dst: &mut [u8]) -> Result<(), i32> {
+        match self {
+            Arg::Ptr(p) => copy_from_user(dst, *p),
+            Arg::Slice(s) => {
+                let src = s.get(..dst.len()).ok_or(EFAULT)?;
+                dst.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+    fn write(&mut self, src: &[u8]) -> Result<(), i32> {
+        match self {
+            Arg::Ptr(p) => copy_to_user(*p, src),
+            Arg::Slice(s) => {
+                s.get_mut(..src.len()).ok_or(EFAULT)?.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn monotonic_raw_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn boottime_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Largest kcalloc the kernel can satisfy (KMALLOC_MAX_SIZE on x86-64, 4 MiB).
+const KMALLOC_MAX: u64 = 4 << 20;
+
+/// Read the kernel struct `T` from the front of the kernel buffer.
+fn get<T: FromBytes>(buf: &[u8]) -> T {
+    T::read_from_prefix(buf).map(|(t, _)| t).unwrap_or_else(|_| T::new_zeroed())
+}
+
+fn put<T: IntoBytes + zerocopy::Immutable>(buf: &mut [u8], v: &T) {
+    let b = v.as_bytes();
+    buf[..b.len()].copy_from_slice(b);
+}
+
+impl Model {
+    /// One KFD ioctl, as `ioctl(kfd_fd, request, arg)` would run it; `Err` carries the errno.
+    pub(crate) fn ioctl_arg(&self, request: u32, mut arg: Arg<'_>) -> Result<(), i32> {
+        let nr = ioc::nr(request);
+        if nr < 1 || nr >= ioctl_count(self.config.kfd_version) {
+            return Err(ENOTTY);
+        }
+        let Some(&(kcmd, handler)) = TABLE.get(nr as usize - 1) else {
+            return Err(ENOTTY);
+        };
+        if self.lock().pid != current_pid() {
+            return Err(EBADF); // "Using KFD FD in wrong process"
+        }
+        if handler == Handler::NotModelled {
+            return Err(ENOTTY);
+        }
+        let usize_ = ioc::size(request);
+        let ksize = ioc::size(kcmd);
+        let kdir = ioc::dir(kcmd);
+        let mut buf = vec![0u8; usize_.max(ksize)];
+        if kdir & ioc::DIR_WRITE != 0 {
+            arg.read(&mut buf[..usize_]).map_err(|_| EFAULT)?;
+        }
+        let ret = self.run(handler, &mut buf);
+        if kdir & ioc::DIR_READ != 0 {
+            arg.write(&buf[..usize_]).map_err(|_| EFAULT)?;
+        }
+        ret
+    }
+
+    fn run(&self, handler: Handler, buf: &mut [u8]) -> Result<(), i32> {
+        match handler {
+            Handler::GetVersion => {
+                let (major_version, minor_version) = self.config.kfd_version;
+                put(buf, &kfd_ioctl_get_version_args { major_version, minor_version });
+                Ok(())
+            }
+            Handler::ClockCounters => {
+                let mut a: kfd_ioctl_get_clock_counters_args = get(buf);
+                let cpu = monotonic_raw_ns();
+                a.gpu_clock_counter = match self.gpu_index(a.gpu_id) {
+                    Some(i) => ((u128::from(cpu) * u128::from(self.gpus[i].counter_hz)) / 1_000_000_000) as u64,
+                    None => 0, // node without GPU resource: still success
+                };
+                a.cpu_clock_counter = cpu;
+                a.system_clock_counter = boottime_ns();
+                a.system_clock_freq = 1_000_000_000;
+                put(buf, &a);
+                Ok(())
+            }
+            Handler::Apertures => {
+                let mut a: kfd_ioctl_get_process_apertures_args = get(buf);
+                a.num_of_nodes = 0;
+                for (slot, g) in a.process_apertures.iter_mut().zip(&self.gpus) {
+                    *slot = entry(g);
+                    a.num_of_nodes += 1;
+                }
+                put(buf, &a);
+                Ok(())
+            }
+            Handler::AperturesNew => {
+                let mut a: kfd_ioctl_get_process_apertures_new_args = get(buf);
+                let n = self.gpus.len() as u32;
+                if a.num_of_nodes == 0 {
+                    a.num_of_nodes = n;
+                    put(buf, &a);
+                    return Ok(());
+                }
+                if u64::from(a.num_of_nodes) * 56 > KMALLOC_MAX {
+                    return Err(ENOMEM);
+                }
+                let count = n.min(a.num_of_nodes);
+                let entries: Vec<kfd_process_device_apertures> = self.gpus[..count as usize].iter().map(entry).collect();
+                a.num_of_nodes = count;
+                put(buf, &a);
+                copy_to_user(a.kfd_process_device_apertures_ptr as usize, entries.as_bytes()).map_err(|_| EFAULT)
+            }
+            Handler::AcquireVm => {
+                let a: kfd_ioctl_acquire_vm_args = get(buf);
+                self.acquire_vm(a.drm_fd as i32, a.gpu_id)
+            }
+            Handler::AvailableMemory => {
+                let mut a: kfd_ioctl_get_available_memory_args = get(buf);
+                let i = self.gpu_index(a.gpu_id).ok_or(EINVAL)?;
+                a.available = available_memory(self.gpus[i].vram_bytes, 0);
+                put(buf, &a);
+                Ok(())
+            }
+            Handler::RuntimeEnable => {
+                let a: kfd_ioctl_runtime_enable_args = get(buf);
+                let mut st = self.lock();
+                if a.mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK as u32 != 0 {
+                    if st.runtime != Runtime::Disabled {
+                        return Err(EBUSY);
+                    }
+                    // (-EEXIST if a device already has queues: no queues exist in this slice.)
+                    st.runtime = Runtime::Enabled {
+                        r_debug: a.r_debug,
+                        ttmp_setup: a.mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK as u32 != 0,
+                    };
+                } else {
+                    st.runtime = Runtime::Disabled;
+                }
+                // Mainline does not write capabilities_mask: it goes back as passed in.
+                Ok(())
+            }
+            Handler::Deprecated => Err(EPERM),
+            Handler::NotModelled => Err(ENOTTY),
+        }
+    }
+
+    fn acquire_vm(&self, drm_fd: i32, gpu_id: u32) -> Result<(), i32> {
+        if drm_fd < 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: the fd is only borrowed for fstat/dup below; if it is not open those calls
+        // fail with EBADF, which is reported as the kernel's fget() failure (EINVAL).
+        let fd = unsafe { BorrowedFd::borrow_raw(drm_fd) };
+        if rustix::fs::fstat(fd).is_err() {
+            return Err(EINVAL);
+        }
+        let i = self.gpu_index(gpu_id).ok_or(EINVAL)?;
+        let mut st = self.lock();
+        let issued = self.render_minor_of(&st, fd);
+        if let Some(vm) = &st.vms[i] {
+            return match issued {
+                Some((key, _)) if key == vm.key => Ok(()),
+                _ => Err(EBUSY),
+            };
+        }
+        // kfd_process_device_init_vm: the file must be an amdgpu render node (ours), of this GPU.
+        let Some((key, minor)) = issued else {
+            return Err(EINVAL);
+        };
+        if minor != self.gpus[i].drm_render_minor {
+            return Err(EINVAL);
+        }
+        let held = rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())?;
+        st.vms[i] = Some(BoundVm { key, _file: held });
+        Ok(())
+    }
+}
+
+fn entry(g: &crate::topology::GpuNode) -> kfd_process_device_apertures {
+    let a = g.apertures();
+    kfd_process_device_apertures {
+        lds_base: a.lds_base,
+        lds_limit: a.lds_limit,
+        scratch_base: a.scratch_base,
+        scratch_limit: a.scratch_limit,
+        gpuvm_base: a.gpuvm_base,
+        gpuvm_limit: a.gpuvm_limit,
+        gpu_id: g.gpu_id,
+        pad: 0,
+    }
+}
+
+/// amdgpu_amdkfd_get_available_memory: VRAM less what is used and the page-table reserve,
+/// aligned down to 2 MiB.
+pub fn available_memory(vram: u64, used: u64) -> u64 {
+    let reserved_for_pt = (vram >> 14).max(8 << 20);
+    vram.saturating_sub(used).saturating_sub(reserved_for_pt) & !((2u64 << 20) - 1)
+}

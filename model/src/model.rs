@@ -1,0 +1,301 @@
+//! The model instance: configuration, the topology it serves, and the per-process KFD state.
+
+use crate::catalogue;
+use crate::topology::{check_and_list_gpus, GpuNode};
+use crate::vfs::Tree;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+/// Default KFD interface version the model reports (mainline 1.22).
+pub const DEFAULT_KFD_VERSION: (u32, u32) = (1, 22);
+
+/// Where the model's topology comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopologySource {
+    /// A built-in catalogue entry by name (see [`crate::catalogue_names`]).
+    Catalogue(String),
+    /// A directory in sysfs layout (`generation_id`, `system_properties`, `nodes/N/...`), read
+    /// once when the model is created.
+    Directory(PathBuf),
+    /// A tree built in memory (tests, tools).
+    Tree(Tree),
+}
+
+/// How to build a [`Model`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelConfig {
+    pub topology: TopologySource,
+    /// (major, minor) answered by GET_VERSION; ioctls newer than this version answer as that
+    /// kernel answers them (ENOTTY).
+    pub kfd_version: (u32, u32),
+    /// GPU clock-counter frequency, Hz (GET_CLOCK_COUNTERS).
+    pub gpu_counter_hz: u64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> ModelConfig {
+        ModelConfig::catalogue(catalogue::DEFAULT_ENTRY)
+    }
+}
+
+impl ModelConfig {
+    pub fn catalogue(name: &str) -> ModelConfig {
+        ModelConfig {
+            topology: TopologySource::Catalogue(name.to_string()),
+            kfd_version: DEFAULT_KFD_VERSION,
+            gpu_counter_hz: catalogue::GPU_COUNTER_HZ,
+        }
+    }
+
+    pub fn directory(path: impl Into<PathBuf>) -> ModelConfig {
+        ModelConfig { topology: TopologySource::Directory(path.into()), ..ModelConfig::default() }
+    }
+
+    pub fn with_kfd_version(mut self, major: u32, minor: u32) -> ModelConfig {
+        self.kfd_version = (major, minor);
+        self
+    }
+
+    /// The configuration the environment asks for:
+    /// - `HSA_MODEL_TOPOLOGY=<dir>` (upstream's variable; wins when set and non-empty): a sysfs
+    ///   topology directory;
+    /// - else `HSAKMT_MODEL=<name>`: a catalogue entry (empty value: the default entry);
+    /// - else the default catalogue entry;
+    /// - `HSAKMT_MODEL_KFD_VERSION=MAJOR.MINOR` (default 1.22).
+    pub fn from_env() -> Result<ModelConfig, ModelError> {
+        let mut cfg = match std::env::var_os("HSA_MODEL_TOPOLOGY").filter(|v| !v.is_empty()) {
+            Some(dir) => ModelConfig::directory(PathBuf::from(dir)),
+            None => match std::env::var("HSAKMT_MODEL") {
+                Ok(name) if !name.trim().is_empty() => ModelConfig::catalogue(name.trim()),
+                _ => ModelConfig::default(),
+            },
+        };
+        if let Ok(v) = std::env::var("HSAKMT_MODEL_KFD_VERSION") {
+            cfg.kfd_version = parse_version(&v).ok_or(ModelError::BadKfdVersion(v))?;
+        }
+        Ok(cfg)
+    }
+}
+
+/// Parse `MAJOR.MINOR` (decimal).
+pub fn parse_version(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.trim().split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Why a model could not be built. `Display` names the setting and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelError {
+    /// A topology directory is unusable: (the setting as written, what is wrong).
+    Topology { source: String, reason: String },
+    /// No catalogue entry has this name.
+    UnknownCatalogue(String),
+    /// `HSAKMT_MODEL_KFD_VERSION` is not `MAJOR.MINOR`.
+    BadKfdVersion(String),
+    /// The memfd standing in for /dev/kfd could not be created (errno).
+    Memfd(i32),
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::Topology { source, reason } => write!(f, "{source}: {reason}"),
+            ModelError::UnknownCatalogue(name) => {
+                write!(f, "HSAKMT_MODEL={name}: no such catalogue entry (known: {})", catalogue::catalogue_names().join(", "))
+            }
+            ModelError::BadKfdVersion(v) => {
+                write!(f, "HSAKMT_MODEL_KFD_VERSION={v}: expected MAJOR.MINOR, e.g. 1.14")
+            }
+            ModelError::Memfd(e) => write!(f, "cannot create the model's memfd (errno {e})"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// Identity of an open file description's inode: (st_dev, st_ino).
+pub(crate) type FileKey = (u64, u64);
+
+pub(crate) fn file_key(fd: BorrowedFd<'_>) -> Option<FileKey> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    Some((st.st_dev, st.st_ino))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Runtime {
+    Disabled,
+    Enabled { r_debug: u64, ttmp_setup: bool },
+}
+
+/// A VM bound by ACQUIRE_VM: the render file, held open as the kernel holds its reference.
+pub(crate) struct BoundVm {
+    pub key: FileKey,
+    pub _file: OwnedFd,
+}
+
+/// The state the kernel keeps per `kfd_process`.
+pub(crate) struct Process {
+    pub pid: u32,
+    pub runtime: Runtime,
+    /// Per GPU (index into `Model::gpus`): the render file its VM was acquired with.
+    pub vms: Vec<Option<BoundVm>>,
+    /// Render-node stand-ins this model issued: file identity → minor.
+    pub renders: HashMap<FileKey, u32>,
+    /// The memfd standing in for /dev/kfd (created on first use).
+    pub memfd: Option<OwnedFd>,
+    /// amdgpu device handles (DEVICE_INITIALIZE): token → (held render file, minor).
+    pub devices: HashMap<usize, (OwnedFd, u32)>,
+    pub next_device: usize,
+}
+
+impl Process {
+    fn new(n_gpus: usize) -> Process {
+        Process {
+            pid: rustix::process::getpid().as_raw_nonzero().get() as u32,
+            runtime: Runtime::Disabled,
+            vms: (0..n_gpus).map(|_| None).collect(),
+            renders: HashMap::new(),
+            memfd: None,
+            devices: HashMap::new(),
+            next_device: 0,
+        }
+    }
+}
+
+/// The software KFD.
+pub struct Model {
+    pub(crate) config: ModelConfig,
+    pub(crate) tree: Tree,
+    pub(crate) gpus: Vec<GpuNode>,
+    pub(crate) state: Mutex<Process>,
+}
+
+impl fmt::Debug for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model").field("config", &self.config).field("gpus", &self.gpus).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn current_pid() -> u32 {
+    rustix::process::getpid().as_raw_nonzero().get() as u32
+}
+
+impl Model {
+    /// Build a model. A directory topology is read and checked now.
+    pub fn new(config: ModelConfig) -> Result<Model, ModelError> {
+        let (tree, source) = match &config.topology {
+            TopologySource::Catalogue(name) => {
+                (catalogue::build(name).ok_or_else(|| ModelError::UnknownCatalogue(name.clone()))?, format!("HSAKMT_MODEL={name}"))
+            }
+            TopologySource::Directory(dir) => {
+                let source = format!("HSA_MODEL_TOPOLOGY={}", dir.display());
+                let err = |reason: String| ModelError::Topology { source: source.clone(), reason };
+                let meta = std::fs::metadata(dir).map_err(|e| {
+                    err(if e.kind() == std::io::ErrorKind::NotFound { "does not exist".into() } else { format!("cannot be read: {e}") })
+                })?;
+                if !meta.is_dir() {
+                    return Err(err("not a directory".into()));
+                }
+                if !dir.join("nodes").is_dir() {
+                    return Err(err("nodes/ missing".into()));
+                }
+                (Tree::load_dir(dir).map_err(|e| err(format!("cannot be read: {e}")))?, source)
+            }
+            TopologySource::Tree(t) => (t.clone(), "topology tree".to_string()),
+        };
+        let gpus = check_and_list_gpus(&tree, config.gpu_counter_hz).map_err(|reason| ModelError::Topology { source, reason })?;
+        let n = gpus.len();
+        Ok(Model { config, tree, gpus, state: Mutex::new(Process::new(n)) })
+    }
+
+    /// The model the environment describes (see [`ModelConfig::from_env`]).
+    pub fn from_env() -> Result<Model, ModelError> {
+        Model::new(ModelConfig::from_env()?)
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The sysfs topology tree the model serves.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The GPU nodes, in node order (the order of the process's devices).
+    pub fn gpus(&self) -> &[GpuNode] {
+        &self.gpus
+    }
+
+    pub fn kfd_version(&self) -> (u32, u32) {
+        self.config.kfd_version
+    }
+
+    /// Write the served topology below `dir` (for `HSA_MODEL_TOPOLOGY` users).
+    pub fn export_topology(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.tree.export(dir)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Process> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn gpu_index(&self, gpu_id: u32) -> Option<usize> {
+        self.gpus.iter().position(|g| g.gpu_id == gpu_id)
+    }
+
+    /// The fd standing in for /dev/kfd (plugin `create_memfd`): a new descriptor of the model's
+    /// memfd, which the caller owns. Like opening /dev/kfd, the first call in a new process (a
+    /// forked child) starts a fresh KFD process: state reset and a new memfd.
+    pub fn create_memfd(&self) -> Result<OwnedFd, i32> {
+        let mut st = self.lock();
+        let pid = current_pid();
+        if st.pid != pid {
+            *st = Process::new(self.gpus.len());
+        }
+        let fd = Self::memfd_locked(&mut st)?;
+        rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())
+    }
+
+    pub(crate) fn memfd_locked(st: &mut Process) -> Result<BorrowedFd<'_>, i32> {
+        if st.memfd.is_none() {
+            let fd = rustix::fs::memfd_create("hsakmt-model-kfd", rustix::fs::MemfdFlags::CLOEXEC).map_err(|e| e.raw_os_error())?;
+            st.memfd = Some(fd);
+        }
+        Ok(st.memfd.as_ref().map(|f| f.as_fd()).expect("memfd created above"))
+    }
+
+    /// Open a stand-in for `/dev/dri/renderD<minor>`: a fresh memfd (its own file, so the model
+    /// can tell opens apart as the kernel tells `struct file`s apart). ENOENT for a minor that
+    /// no GPU of the topology has.
+    pub fn open_render(&self, minor: u32) -> Result<OwnedFd, i32> {
+        if !self.gpus.iter().any(|g| g.drm_render_minor == minor) {
+            return Err(libc::ENOENT);
+        }
+        let fd = rustix::fs::memfd_create(format!("hsakmt-model-renderD{minor}"), rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| e.raw_os_error())?;
+        let key = file_key(fd.as_fd()).ok_or(libc::EIO)?;
+        self.lock().renders.insert(key, minor);
+        Ok(fd)
+    }
+
+    /// Close a stand-in from [`Model::open_render`]. A file a VM was acquired with stays known
+    /// (the VM holds it, as the kernel's pdd holds its reference).
+    pub fn close_render(&self, fd: OwnedFd) {
+        if let Some(key) = file_key(fd.as_fd()) {
+            let mut st = self.lock();
+            if !st.vms.iter().flatten().any(|v| v.key == key) {
+                st.renders.remove(&key);
+            }
+        }
+    }
+
+    /// Which minor a file the model issued stands in for.
+    pub(crate) fn render_minor_of(&self, st: &Process, fd: BorrowedFd<'_>) -> Option<(FileKey, u32)> {
+        let key = file_key(fd)?;
+        st.renders.get(&key).map(|m| (key, *m))
+    }
+}

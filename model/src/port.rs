@@ -1,0 +1,126 @@
+//! `impl hsakmt_core::Kfd for Model`: the in-process port the thunk uses with the built-in model.
+
+use crate::kfd::Arg;
+use crate::model::Model;
+use crate::vfs::VfsError;
+use hsakmt_core::{Backend, Errno, Kfd, SysTree};
+use rustix::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+/// Host directories the CPU trees pass through to (upstream's model mode reads CPU data from
+/// the host too).
+const HOST_CPU_DIR: &str = "/sys/devices/system/cpu";
+const HOST_CPUINFO: &str = "/proc/cpuinfo";
+
+fn vfs_errno(e: VfsError) -> Errno {
+    Errno(match e {
+        VfsError::NotFound => Errno::ENOENT,
+        // A directory read as a file, or a file listed as a directory.
+        VfsError::WrongKind => libc::EISDIR,
+    })
+}
+
+fn copy_out(data: &[u8], buf: &mut [u8]) -> Result<usize, Errno> {
+    if data.len() > buf.len() {
+        return Err(Errno(Errno::ERANGE));
+    }
+    buf[..data.len()].copy_from_slice(data);
+    Ok(data.len())
+}
+
+fn host_path(tree: SysTree, path: &str) -> Result<std::path::PathBuf, Errno> {
+    if path.split('/').any(|c| c == "..") {
+        return Err(Errno(Errno::ENOENT));
+    }
+    Ok(match tree {
+        SysTree::Cpu => Path::new(HOST_CPU_DIR).join(path.trim_start_matches('/')),
+        SysTree::CpuInfo if path.is_empty() => Path::new(HOST_CPUINFO).to_path_buf(),
+        SysTree::CpuInfo => return Err(Errno(Errno::ENOENT)),
+        SysTree::Topology => unreachable!("served from the model tree"),
+    })
+}
+
+fn io_errno(e: std::io::Error) -> Errno {
+    Errno(e.raw_os_error().unwrap_or(Errno::EIO))
+}
+
+fn guard<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(Errno(Errno::EIO)))
+}
+
+impl Kfd for Model {
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        if arg.len() < hsakmt_core::abi::ioc::size(request) {
+            return Err(Errno(Errno::EINVAL)); // as the other backends
+        }
+        guard(|| self.ioctl_arg(request, Arg::Slice(arg)).map_err(Errno))
+    }
+
+    unsafe fn mmap(&self, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
+        use rustix::mm::{MapFlags, ProtFlags};
+        let mut st = self.lock();
+        let fd = Model::memfd_locked(&mut st).map_err(Errno)?;
+        let size = rustix::fs::fstat(fd).map_err(|e| Errno(e.raw_os_error()))?.st_size as u64;
+        // Only ranges an ioctl placed in the memfd can be mapped (touching a page past its end
+        // would raise SIGBUS).
+        if len == 0 || offset.checked_add(len as u64).is_none_or(|end| end > size) {
+            return Err(Errno(Errno::EINVAL));
+        }
+        let mut flags = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
+        if fixed_addr.is_some() {
+            flags |= MapFlags::FIXED;
+        }
+        let addr = fixed_addr.unwrap_or(0) as *mut c_void;
+        // SAFETY: the caller's contract covers `fixed_addr`; the range lies inside the memfd.
+        let p = unsafe { rustix::mm::mmap(addr, len, ProtFlags::from_bits_truncate(prot), flags, fd, offset) }
+            .map_err(|e| Errno(e.raw_os_error()))?;
+        Ok(p as usize)
+    }
+
+    unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // SAFETY: the caller's contract (the range came from `mmap`).
+        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))
+    }
+
+    fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
+        guard(|| self.open_render(minor).map(|fd| fd.into_raw_fd()).map_err(Errno))
+    }
+
+    fn close_render_node(&self, fd: i32) {
+        if fd >= 0 {
+            // SAFETY: the fd came from `open_render_node` (`into_raw_fd`) and is closed once, here.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let _ = catch_unwind(AssertUnwindSafe(|| self.close_render(fd)));
+        }
+    }
+
+    fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
+        match tree {
+            SysTree::Topology => copy_out(self.tree.read(path).map_err(vfs_errno)?, buf),
+            _ => copy_out(&std::fs::read(host_path(tree, path)?).map_err(io_errno)?, buf),
+        }
+    }
+
+    fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
+        match tree {
+            SysTree::Topology => self.tree.count_numbered(dir).map_err(vfs_errno),
+            _ => {
+                let rd = std::fs::read_dir(host_path(tree, dir)?).map_err(io_errno)?;
+                Ok(rd
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_str().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+                    .count() as u32)
+            }
+        }
+    }
+
+    fn process_id(&self) -> u32 {
+        crate::model::current_pid()
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::BuiltinModel
+    }
+}
