@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 DATA = os.path.join(ROOT, "core", "tests", "data")
 INCLUDE = os.path.join(ROOT, "ffi", "include", "hsakmt")
 CTESTS = os.path.join(ROOT, "ffi", "tests", "c")

@@ -260,7 +260,7 @@ static int check_node(HSAuint32 id, HSAuint32 num_nodes, const struct expect *e)
             CHECK(c[i].CacheLevel >= 1 && c[i].CacheSize > 0, "node %u cache %u: level %u size %u", id, i,
                   c[i].CacheLevel, c[i].CacheSize);
         if (n)
-            printf("  caches: first L%u %u KiB, last L%u %u KiB\n", c[0].CacheLevel, c[0].CacheSize,
+            printf("  caches: first L%u size=%u, last L%u size=%u\n", c[0].CacheLevel, c[0].CacheSize,
                    c[n - 1].CacheLevel, c[n - 1].CacheSize);
         free(c);
     }
