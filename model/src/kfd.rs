@@ -316,3 +316,26 @@ pub fn available_memory(vram: u64, used: u64) -> u64 {
     let reserved_for_pt = (vram >> 14).max(8 << 20);
     vram.saturating_sub(used).saturating_sub(reserved_for_pt) & !((2u64 << 20) - 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_indexed_by_nr() {
+        assert_eq!(TABLE.len(), 0x27);
+        for (i, (cmd, _)) in TABLE.iter().enumerate() {
+            assert_eq!(ioc::nr(*cmd) as usize, i + 1, "{cmd:#x}");
+        }
+        assert!(ioctl_count(DEFAULT) as usize <= TABLE.len() + 1);
+    }
+
+    const DEFAULT: (u32, u32) = crate::model::DEFAULT_KFD_VERSION;
+
+    #[test]
+    fn available_memory_is_2mib_aligned() {
+        assert_eq!(available_memory(0, 0), 0);
+        assert_eq!(available_memory(1 << 30, 0) % (2 << 20), 0);
+        assert!(available_memory(1 << 30, 1 << 29) < 1 << 29);
+    }
+}
