@@ -20,8 +20,11 @@ Outputs (committed; never edit them by hand, re-run this script):
 gen_exports.rs depends on the hand-written exports: a function gets a stub only if no other
 ffi/src/*.rs file contains `extern "C" fn <name>(`. **Re-run this script whenever a
 hand-written export is added or removed** (otherwise the crate fails to link with a duplicate
-symbol, or a function silently disappears). `--check` regenerates in memory and fails if any
-committed output is stale (use it in CI).
+symbol, or a function silently disappears). The script also compares every hand-written
+export's Rust signature with the header (parameter count, and each type up to C ABI
+equivalence: HSAuint32 = u32 = c_uint, enums = their integer, pointer depth) and reports a
+mismatch (exit status 1). `--check` regenerates in memory and fails if any committed output is
+stale or a signature mismatches (ffi/tests/c_api.rs runs it).
 
 Run (from anywhere):  python3 tools/abi-gen/gen_c.py [--check]
 rustfmt (with the repository's rustfmt.toml) is run on gen_exports.rs when it is on PATH.
@@ -787,7 +790,58 @@ def snake(name):
     return s.lower()
 
 
-def hand_written_exports():
+class RustTypes:
+    """C parameter types of the function table -> Rust types of hsakmt_core::abi."""
+
+    def __init__(self, ht, kt):
+        self.hsakmt_names = set(ht.typedefs) | set(ht.enums) | set(ht.types)
+        self.kt = kt
+        self.used_h, self.used_k, self.used_c = set(), set(), set()
+
+    def param(self, text):
+        base, is_const, depth, pname = parse_param(text)
+        if base.startswith("struct "):
+            rt = base.split()[1]
+            assert ("struct " + rt) in self.kt.types, base
+            self.used_k.add(rt)
+        elif base in C_SCALARS_RS:
+            rt = C_SCALARS_RS[base]
+            if rt.startswith("c_"):
+                self.used_c.add(rt)
+        else:
+            assert base in self.hsakmt_names, base
+            rt = base
+            self.used_h.add(rt)
+        for level in range(depth):
+            rt = ("*const " if (is_const and level == 0) else "*mut ") + rt
+        return pname, rt
+
+    def params(self, params):
+        if params.strip() == "void":
+            return []
+        return [self.param(p) for p in params.split(",")]
+
+
+def split_top(text, sep=","):
+    """Split at `sep` outside brackets."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def hand_written_signatures():
+    """name -> (file, [param types], return type) of every `extern "C" fn` in ffi/src."""
     found = {}
     for fn in sorted(os.listdir(FFI_SRC)):
         if not fn.endswith(".rs") or fn == "gen_exports.rs":
@@ -795,34 +849,93 @@ def hand_written_exports():
         with open(os.path.join(FFI_SRC, fn)) as f:
             text = f.read()
         for m in re.finditer(r'extern\s+"C"\s+fn\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(', text):
-            found[m.group(1)] = fn
+            i, depth = m.end(), 1
+            while depth and i < len(text):
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                i += 1
+            params = text[m.end():i - 1]
+            ret = re.match(r"\s*->\s*([^{;]+)", text[i:])
+            types = []
+            for p in split_top(params):
+                pm = re.match(r"^(?:mut\s+)?[A-Za-z_][A-Za-z0-9_]*\s*:(?!:)\s*(.+)$", p, re.S)
+                types.append(pm.group(1).strip() if pm else p)
+            found[m.group(1)] = (fn, types, ret.group(1).strip() if ret else "()")
     return found
+
+
+def abi_aliases(ht):
+    """Rust spellings that are the same C ABI type -> one canonical spelling."""
+    al = {"c_uint": "u32", "c_int": "i32", "c_ulong": "u64", "c_long": "i64", "c_char": "i8",
+          "c_uchar": "u8", "c_ushort": "u16", "c_short": "i16", "usize": "u64", "isize": "i64"}
+    scal = {"unsigned int": "u32", "int": "i32", "long": "i64"}
+    for name, (size, align, under) in ht.enums.items():
+        al[name] = scal[under]
+    for name, (size, align, under) in ht.typedefs.items():
+        if size == "incomplete" or "(*)" in under or re.search(r"\[\d+\]$", under):
+            continue
+        if under.endswith("*"):
+            inner = under[:-1].strip()
+            inner = inner.split()[-1] if inner.startswith("struct ") else C_SCALARS_RS.get(inner, inner)
+            al[name] = "*" + inner
+        else:
+            al[name] = C_SCALARS_RS.get(under, SCALAR_RS.get(under, under))
+    return al
+
+
+SCALAR_RS = {"uint8_t": "u8", "int8_t": "i8", "uint16_t": "u16", "int16_t": "i16", "uint32_t": "u32",
+             "int32_t": "i32", "uint64_t": "u64", "int64_t": "i64"}
+
+
+def abi_norm(t, al):
+    """'*mut hsakmt_core::abi::hsakmt::HSAuint32' -> '*u32' (pointer mutability is not ABI)."""
+    t = t.strip()
+    stars = ""
+    while True:
+        m = re.match(r"^(?:\*\s*(?:mut|const)\s+|&\s*(?:mut\s+)?)(.*)$", t, re.S)
+        if not m:
+            break
+        stars += "*"
+        t = m.group(1).strip()
+    t = t.split("::")[-1]
+    for _ in range(8):
+        n = al.get(t)
+        if n is None:
+            break
+        while n.startswith("*"):
+            stars += "*"
+            n = n[1:]
+        t = n
+    return stars + t
+
+
+def check_hand_signatures(funcs, ht, kt):
+    """Hand-written exports whose Rust signature is not the header's C ABI."""
+    al = abi_aliases(ht)
+    rt = RustTypes(ht, kt)
+    table = {f[1]: f for f in funcs if f[0] in ("hsakmt.h", "hsakmtctx.h")}
+    problems = []
+    for name, (file, types, ret) in sorted(hand_written_signatures().items()):
+        if name not in table:
+            continue
+        header, _, cret, cparams = table[name]
+        want = rt.params(cparams)
+        if abi_norm(ret, al) != abi_norm(cret, al):
+            problems.append("%s (%s): returns `%s`, %s says %s" % (name, file, ret, header, cret))
+        if len(types) != len(want):
+            problems.append("%s (%s): %d parameters, %s declares %d (%s)"
+                            % (name, file, len(types), header, len(want), cparams))
+            continue
+        for i, (got, (pname, exp)) in enumerate(zip(types, want)):
+            if abi_norm(got, al) != abi_norm(exp, al):
+                problems.append("%s (%s): parameter %d `%s` is `%s`, %s has `%s` (expected `%s`)"
+                                % (name, file, i + 1, pname, got, header, cparams.split(",")[i].strip(), exp))
+    return problems
 
 
 def gen_exports(funcs, ht, kt):
     api = {f[1] for f in funcs}
-    hand = {n: f for n, f in hand_written_exports().items() if n in api}
-    hsakmt_names = set(ht.typedefs) | set(ht.enums) | set(ht.types)
-    kfd_names = {t.split()[-1] for t in kt.types}
-    used_h, used_k, used_c = set(), set(), set()
-
-    def rust_type(base, is_const, depth):
-        if base.startswith("struct "):
-            rt = base.split()[1]
-            assert ("struct " + rt) in kt.types, base
-            used_k.add(rt)
-        elif base in C_SCALARS_RS:
-            rt = C_SCALARS_RS[base]
-            if rt.startswith("c_"):
-                used_c.add(rt)
-        else:
-            assert base in hsakmt_names, base
-            rt = base
-            used_h.add(rt)
-        for level in range(depth):
-            rt = ("*const " if (is_const and level == 0) else "*mut ") + rt
-        return rt
-
+    hand = {n: v[0] for n, v in hand_written_signatures().items() if n in api}
+    rt = RustTypes(ht, kt)
     items = []
     stubs = 0
     for header, name, ret, params in funcs:
@@ -831,12 +944,8 @@ def gen_exports(funcs, ht, kt):
         if name in hand:
             continue
         assert ret == "HSAKMT_STATUS", (name, ret)
-        used_h.add("HSAKMT_STATUS")
-        args = []
-        if params.strip() != "void":
-            for p in params.split(","):
-                base, is_const, depth, pname = parse_param(p)
-                args.append("_%s: %s" % (snake(pname), rust_type(base, is_const, depth)))
+        rt.used_h.add("HSAKMT_STATUS")
+        args = ["_%s: %s" % (snake(pname), t) for pname, t in rt.params(params)]
         doc = [
             "/// `%s` (%s): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`." % (name, header),
             "///",
@@ -863,11 +972,11 @@ def gen_exports(funcs, ht, kt):
         "",
     ]
     uses = []
-    if used_c:
-        uses.append("use core::ffi::{%s};" % ", ".join(sorted(used_c)))
-    uses.append("use hsakmt_core::abi::hsakmt::{%s};" % ", ".join(sorted(used_h)))
-    if used_k:
-        uses.append("use hsakmt_core::abi::kfd::{%s};" % ", ".join(sorted(used_k)))
+    if rt.used_c:
+        uses.append("use core::ffi::{%s};" % ", ".join(sorted(rt.used_c)))
+    uses.append("use hsakmt_core::abi::hsakmt::{%s};" % ", ".join(sorted(rt.used_h)))
+    if rt.used_k:
+        uses.append("use hsakmt_core::abi::kfd::{%s};" % ", ".join(sorted(rt.used_k)))
     return "\n".join(head + uses) + "\n\n" + "\n".join(items)
 
 
@@ -916,6 +1025,9 @@ def main():
         os.path.join(CTESTS, "abi_runtime_checks.c"): gen_runtime_checks(ht, hconsts),
         os.path.join(FFI_SRC, "gen_exports.rs"): rustfmt(gen_exports(funcs, ht, kt)),
     }
+    problems = check_hand_signatures(funcs, ht, kt)
+    for p in problems:
+        print("gen_c.py: hand-written export does not match the header: " + p)
     stale = []
     for path, text in outputs.items():
         old = None
@@ -932,11 +1044,12 @@ def main():
     if check:
         if stale:
             print("gen_c.py --check: stale (re-run tools/abi-gen/gen_c.py): " + ", ".join(stale))
+        if stale or problems:
             return 1
         print("gen_c.py --check: all outputs up to date")
         return 0
     print("gen_c.py: %s; static asserts: %s" % ("wrote " + ", ".join(stale) if stale else "no changes", summary))
-    return 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
