@@ -49,8 +49,6 @@ struct Acquired {
     topology: Topology,
     /// Indexed like `topology.nodes`.
     apertures: Vec<Apertures>,
-    /// Render-node fds held for ACQUIRE_VM, released with the snapshot.
-    render_fds: Vec<i32>,
 }
 
 /// One open KFD.
@@ -60,6 +58,10 @@ pub struct Context {
     cfg: OpenConfig,
     acquired: Option<Acquired>,
     runtime_caps: u32,
+    /// Render-node fds by minor, opened once and kept for the life of the context: the KFD
+    /// binds a GPU's VM to the DRM file of the first ACQUIRE_VM and refuses (EBUSY) another
+    /// file later, so a re-acquired snapshot must present the same fd (upstream caches them).
+    render_fds: Vec<(u32, i32)>,
 }
 
 fn zeroed<T: FromZeros>() -> T {
@@ -81,7 +83,7 @@ impl Context {
             ));
         }
         let version = HsaVersionInfo { KernelInterfaceMajorVersion: v.major_version, KernelInterfaceMinorVersion: v.minor_version };
-        Ok(Context { kfd, version, cfg, acquired: None, runtime_caps: 0 })
+        Ok(Context { kfd, version, cfg, acquired: None, runtime_caps: 0, render_fds: Vec::new() })
     }
 
     pub fn version(&self) -> HsaVersionInfo {
@@ -112,19 +114,18 @@ impl Context {
             return Ok(a.topology.system);
         }
         let topology = topology::snapshot(&*self.kfd, &self.cfg.topology)?;
-        let (apertures, render_fds) = self.init_gpu_vms(&topology)?;
+        let apertures = self.init_gpu_vms(&topology)?;
         let system = topology.system;
-        self.acquired = Some(Acquired { topology, apertures, render_fds });
+        self.acquired = Some(Acquired { topology, apertures });
         Ok(system)
     }
 
     /// GET_PROCESS_APERTURES_NEW for every GPU, then ACQUIRE_VM on each GPU's render node.
-    fn init_gpu_vms(&self, topo: &Topology) -> Result<(Vec<Apertures>, Vec<i32>), TopologyError> {
+    fn init_gpu_vms(&mut self, topo: &Topology) -> Result<Vec<Apertures>, TopologyError> {
         let mut apertures = alloc::vec![Apertures::default(); topo.nodes.len()];
         let gpus = topo.nodes.iter().filter(|n| n.gpu_id != 0).count();
-        let mut fds = Vec::new();
         if gpus == 0 {
-            return Ok((apertures, fds));
+            return Ok(apertures);
         }
         let fail = |status, reason| TopologyError::new(status, reason, "");
         let mut raw: Vec<kfd_process_device_apertures> = (0..gpus).map(|_| zeroed()).collect();
@@ -142,35 +143,31 @@ impl Context {
                 };
             }
         }
-        let release = |fds: &Vec<i32>| fds.iter().for_each(|&fd| self.kfd.close_render_node(fd));
         for n in topo.nodes.iter().filter(|n| n.gpu_id != 0) {
-            let minor = n.props.DrmRenderMinor;
-            let fd = match u32::try_from(minor).ok().map(|m| self.kfd.open_render_node(m)) {
-                Some(Ok(fd)) => fd,
-                _ => {
-                    release(&fds);
-                    return Err(fail(Status::ERROR, "cannot open a GPU's render node"));
-                }
-            };
-            fds.push(fd);
+            let minor = u32::try_from(n.props.DrmRenderMinor).map_err(|_| fail(Status::ERROR, "a GPU node has no render minor"))?;
+            let fd = self.render_fd(minor).map_err(|_| fail(Status::ERROR, "cannot open a GPU's render node"))?;
             let mut vm: kfd_ioctl_acquire_vm_args = zeroed();
             vm.drm_fd = fd as u32;
             vm.gpu_id = n.gpu_id;
-            if ioctl_typed(&*self.kfd, AMDKFD_IOC_ACQUIRE_VM, &mut vm).is_err() {
-                release(&fds);
-                return Err(fail(Status::ERROR, "AMDKFD_IOC_ACQUIRE_VM failed"));
-            }
+            ioctl_typed(&*self.kfd, AMDKFD_IOC_ACQUIRE_VM, &mut vm).map_err(|_| fail(Status::ERROR, "AMDKFD_IOC_ACQUIRE_VM failed"))?;
         }
-        Ok((apertures, fds))
+        Ok(apertures)
     }
 
-    /// Drop the snapshot and everything set up with it. Always succeeds (upstream).
-    pub fn release_system_properties(&mut self) {
-        if let Some(a) = self.acquired.take() {
-            for fd in a.render_fds {
-                self.kfd.close_render_node(fd);
-            }
+    /// The cached render-node fd of `minor`, opened on first use.
+    fn render_fd(&mut self, minor: u32) -> Result<i32, Errno> {
+        if let Some(&(_, fd)) = self.render_fds.iter().find(|(m, _)| *m == minor) {
+            return Ok(fd);
         }
+        let fd = self.kfd.open_render_node(minor)?;
+        self.render_fds.push((minor, fd));
+        Ok(fd)
+    }
+
+    /// Drop the snapshot and what was derived from it. Always succeeds (upstream). The VMs
+    /// stay bound to their render fds, which live as long as the context.
+    pub fn release_system_properties(&mut self) {
+        self.acquired = None;
     }
 
     fn acquired(&self) -> KmtResult<&Acquired> {
@@ -318,6 +315,9 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         self.release_system_properties();
+        for (_, fd) in self.render_fds.drain(..) {
+            self.kfd.close_render_node(fd);
+        }
     }
 }
 

@@ -114,6 +114,29 @@ pub fn open_render_node(minor: u32) -> Result<i32, Errno> {
     Ok(fd.into_raw_fd())
 }
 
+/// mmap `len` bytes of `fd` at `offset` (the `Kfd::mmap` contract).
+///
+/// # Safety
+/// With `fixed_addr`, the caller owns that range and accepts it being replaced.
+pub unsafe fn mmap_fd(fd: rustix::fd::BorrowedFd<'_>, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
+    use rustix::mm::{MapFlags, ProtFlags};
+    let mut flags = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
+    if fixed_addr.is_some() {
+        flags |= MapFlags::FIXED;
+    }
+    let addr = fixed_addr.unwrap_or(0) as *mut c_void;
+    // SAFETY: the caller owns `fixed_addr` (contract above); otherwise the kernel picks.
+    let p = unsafe { rustix::mm::mmap(addr, len, ProtFlags::from_bits_truncate(prot), flags, fd, offset) }.map_err(errno)?;
+    Ok(p as usize)
+}
+
+/// # Safety
+/// The range must have come from `mmap_fd` and nothing may use it afterwards.
+pub unsafe fn munmap(addr: usize, len: usize) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(errno)
+}
+
 pub fn close_fd(fd: i32) {
     if fd >= 0 {
         // SAFETY: the fd came from `open_render_node` (`into_raw_fd`) and is closed once here.
@@ -139,20 +162,13 @@ impl Kfd for DevKfd {
     }
 
     unsafe fn mmap(&self, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
-        use rustix::mm::{MapFlags, ProtFlags};
-        let mut flags = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
-        if fixed_addr.is_some() {
-            flags |= MapFlags::FIXED;
-        }
-        let addr = fixed_addr.unwrap_or(0) as *mut c_void;
-        // SAFETY: the caller owns `fixed_addr` (trait contract); otherwise the kernel picks.
-        let p = unsafe { rustix::mm::mmap(addr, len, ProtFlags::from_bits_truncate(prot), flags, self.fd.as_fd(), offset) }.map_err(errno)?;
-        Ok(p as usize)
+        // SAFETY: forwarded under the same contract.
+        unsafe { mmap_fd(self.fd.as_fd(), fixed_addr, len, prot, shared, offset) }
     }
 
     unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
-        // SAFETY: the caller guarantees the range came from `mmap` and is no longer used.
-        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(errno)
+        // SAFETY: forwarded under the same contract.
+        unsafe { munmap(addr, len) }
     }
 
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {

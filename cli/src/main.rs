@@ -1,0 +1,108 @@
+//! kmtinfo: what the thunk sees — nodes, memory, caches, links and a link matrix — through
+//! the same hsaKmt* calls a C program makes. Without /dev/kfd it runs on the built-in model.
+
+mod json;
+mod report;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: kmtinfo [--json] [--topology DIR] [--model NAME] [--list-models]
+
+  --json           print the report as JSON
+  --topology DIR   run on the software model serving the sysfs-layout tree DIR
+                   (same as HSA_MODEL_TOPOLOGY=DIR)
+  --model NAME     run on the built-in model system NAME (same as HSAKMT_MODEL=NAME)
+  --list-models    list the built-in model systems
+
+Without /dev/kfd and without a model variable, kmtinfo runs on the built-in model.";
+
+struct Args {
+    json: bool,
+    topology: Option<String>,
+    model: Option<String>,
+    list: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args { json: false, topology: None, model: None, list: false };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--json" => a.json = true,
+            "--topology" => a.topology = Some(it.next().ok_or("--topology needs a directory")?),
+            "--model" => a.model = Some(it.next().ok_or("--model needs a name")?),
+            "--list-models" => a.list = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("kmtinfo: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.list {
+        for name in hsakmt_model::catalogue_names() {
+            println!("{name}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let backend_line = choose_backend(&args);
+    match report::collect() {
+        Ok(system) => {
+            if args.json {
+                println!("{}", json::render(&backend_line, &system));
+            } else {
+                println!("{backend_line}");
+                print!("{}", report::render_text(&system));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kmtinfo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Decide what the thunk will open and say it in one line. The choice is made through the
+/// thunk's own environment variables, set here before the first hsaKmtOpenKFD.
+fn choose_backend(args: &Args) -> String {
+    if let Some(dir) = &args.topology {
+        std::env::set_var("HSA_MODEL_TOPOLOGY", dir);
+        return format!("backend: software model on topology directory {dir}");
+    }
+    if let Some(name) = &args.model {
+        std::env::set_var("HSAKMT_MODEL", name);
+        return format!("backend: built-in software model \"{name}\"");
+    }
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let Some(lib) = var("HSA_MODEL_LIB") {
+        return format!("backend: model plugin {lib}");
+    }
+    if let Some(dir) = var("HSA_MODEL_TOPOLOGY") {
+        return format!("backend: software model on topology directory {dir}");
+    }
+    if let Some(name) = var("HSAKMT_MODEL") {
+        return format!("backend: built-in software model \"{name}\"");
+    }
+    if hsakmt_linux_present() {
+        return "backend: /dev/kfd".to_string();
+    }
+    let name = hsakmt_model::catalogue::DEFAULT_ENTRY;
+    std::env::set_var("HSAKMT_MODEL", name);
+    format!("no /dev/kfd on this machine: running on the built-in software model \"{name}\"")
+}
+
+fn hsakmt_linux_present() -> bool {
+    std::path::Path::new("/dev/kfd").exists()
+}

@@ -1,0 +1,110 @@
+//! The process-wide thunk behind the classic (context-free) hsaKmt* API, and the choice of
+//! backend at open: `/dev/kfd` by default; the built-in model when `HSA_MODEL_TOPOLOGY` or
+//! `HSAKMT_MODEL` is set; a model plugin when `HSA_MODEL_LIB` names one.
+
+use crate::log;
+use hsakmt_core::context::{Context, OpenConfig, OpenError, Thunk};
+use hsakmt_core::{Kfd, KmtResult, Status};
+
+/// One lock for the process-wide thunk. A spin lock so the fork handlers below can release
+/// it in the child (a lock held by another thread at fork time must not stay held forever).
+static THUNK: spin::Mutex<Thunk> = spin::Mutex::new(Thunk::new());
+
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+pub fn thunk() -> spin::MutexGuard<'static, Thunk> {
+    THUNK.lock()
+}
+
+/// Run `f` on this process's open context (KERNEL_IO_CHANNEL_NOT_OPENED otherwise).
+pub fn with_ctx<R>(f: impl FnOnce(&Context) -> KmtResult<R>) -> KmtResult<R> {
+    let t = THUNK.lock();
+    f(t.ctx(pid())?)
+}
+
+pub fn with_ctx_mut<R>(f: impl FnOnce(&mut Context) -> KmtResult<R>) -> KmtResult<R> {
+    let mut t = THUNK.lock();
+    f(t.ctx_mut(pid())?)
+}
+
+/// Which backend the environment asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    Kernel,
+    BuiltinModel,
+    Plugin(String),
+}
+
+pub fn selection() -> Selection {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if let Some(lib) = std::env::var("HSA_MODEL_LIB").ok().filter(|v| !v.is_empty()) {
+        Selection::Plugin(lib)
+    } else if set("HSA_MODEL_TOPOLOGY") || set("HSAKMT_MODEL") {
+        Selection::BuiltinModel
+    } else {
+        Selection::Kernel
+    }
+}
+
+fn open_config() -> OpenConfig {
+    OpenConfig::default()
+}
+
+/// Build the port the environment selects. Model configuration errors are always printed
+/// (they are a user's setup mistake and the status alone cannot say what is wrong).
+pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
+    log::init_from_env();
+    let model_err = |what: String| {
+        eprintln!("hsakmt: {what}");
+        OpenError { status: Status::ERROR, message: what }
+    };
+    let port: Box<dyn Kfd> = match selection() {
+        Selection::Kernel => match hsakmt_linux::DevKfd::open() {
+            Ok(k) => Box::new(k),
+            Err(e) => {
+                let message = format!("cannot open {} (errno {}); set HSAKMT_MODEL=<name> to use the software model", hsakmt_linux::KFD_DEVICE, e.0);
+                log::error(format_args!("{message}\n"));
+                return Err(OpenError { status: Status::KERNEL_IO_CHANNEL_NOT_OPENED, message });
+            }
+        },
+        Selection::BuiltinModel => match hsakmt_model::Model::from_env() {
+            Ok(m) => Box::new(m),
+            Err(e) => return Err(model_err(format!("software model: {e}"))),
+        },
+        Selection::Plugin(lib) => match crate::plugin::PluginKfd::load(&lib) {
+            Ok(p) => Box::new(p),
+            Err(e) => return Err(model_err(format!("HSA_MODEL_LIB={lib}: {e}"))),
+        },
+    };
+    Ok((port, open_config()))
+}
+
+/// Fork safety: hold the lock across fork() so no other thread is inside it, then release
+/// it on both sides. The child then sees the pid change and treats the inherited thunk as
+/// not open (upstream's rule).
+mod atfork {
+    extern "C" {
+        fn pthread_atfork(prepare: Option<extern "C" fn()>, parent: Option<extern "C" fn()>, child: Option<extern "C" fn()>) -> i32;
+    }
+    extern "C" fn prepare() {
+        core::mem::forget(super::THUNK.lock());
+    }
+    extern "C" fn release() {
+        // SAFETY: `prepare` took the lock in this thread and leaked its guard; fork() has
+        // returned, so releasing it here (parent and child) restores a consistent state.
+        unsafe { super::THUNK.force_unlock() };
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    pub fn install() {
+        ONCE.call_once(|| {
+            // SAFETY: registering plain extern "C" functions with no captured state.
+            unsafe { pthread_atfork(Some(prepare), Some(release), Some(release)) };
+        });
+    }
+}
+
+pub fn install_fork_handlers() {
+    atfork::install();
+}

@@ -1,0 +1,18 @@
+//! libhsakmt.so.1 / libhsakmt.a: the hsaKmt* C API of hsakmt-rs.
+//!
+//! Every export goes through `boundary::guard` (no panic crosses into C, errno is kept) and
+//! reaches the kernel or the model only through a core `Context`. Functions whose issue has
+//! not landed are generated stubs answering HSAKMT_STATUS_NOT_SUPPORTED (`gen_exports`).
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+pub mod boundary;
+mod gen_exports;
+pub mod global;
+pub mod log;
+mod openclose;
+mod plugin;
+pub mod safe;
+mod topology;
+
+pub use openclose::*;
+pub use topology::*;

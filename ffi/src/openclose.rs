@@ -1,0 +1,105 @@
+//! OpenClose and version/runtime/clock exports: hsaKmtOpenKFD, hsaKmtCloseKFD,
+//! hsaKmtGetVersion, hsaKmtModelEnabled, hsaKmtRuntime*, hsaKmtGetClockCounters.
+
+use crate::boundary::{guard, guard_status, out};
+use crate::global::{self, pid, with_ctx, with_ctx_mut};
+use hsakmt_core::abi::hsakmt::*;
+use hsakmt_core::{Backend, Status};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Upstream keeps the last RuntimeEnable capabilities process-wide (never reset).
+static RUNTIME_CAPS: AtomicU32 = AtomicU32::new(0);
+
+#[unsafe(no_mangle)]
+pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
+    guard_status("hsaKmtOpenKFD", || {
+        global::install_fork_handlers();
+        let mut t = global::thunk();
+        t.open(pid(), global::make_port).map_err(|e| {
+            crate::log::error(format_args!("hsaKmtOpenKFD: {}\n", e.message));
+            crate::boundary::set_last_error(e.message);
+            e.status
+        })
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn hsaKmtCloseKFD() -> HSAKMT_STATUS {
+    guard("hsaKmtCloseKFD", || global::thunk().close(pid()))
+}
+
+/// # Safety
+/// `VersionInfo` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetVersion(VersionInfo: *mut HsaVersionInfo) -> HSAKMT_STATUS {
+    guard("hsaKmtGetVersion", || {
+        let v = with_ctx(|c| Ok(c.version()))?;
+        // SAFETY: the C caller's pointer contract.
+        *unsafe { out(VersionInfo) }? = v;
+        Ok(())
+    })
+}
+
+/// Whether the thunk runs on a software model (ROCr skips driver-only calls then).
+///
+/// # Safety
+/// `enable` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtModelEnabled(enable: *mut bool) -> HSAKMT_STATUS {
+    guard("hsaKmtModelEnabled", || {
+        // SAFETY: the C caller's pointer contract.
+        let enable = unsafe { out(enable) }?;
+        // Upstream decides on a model inside OpenKFD: before an open the answer is false.
+        *enable = with_ctx(|c| Ok(c.backend() != Backend::Kernel)).unwrap_or(false);
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `rDebug` is passed to the KFD as an address and never dereferenced here.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRuntimeEnable(rDebug: *mut c_void, setupTtmp: bool) -> HSAKMT_STATUS {
+    guard("hsaKmtRuntimeEnable", || {
+        with_ctx_mut(|c| {
+            c.runtime_enable(rDebug as u64, setupTtmp)?;
+            RUNTIME_CAPS.store(c.runtime_capabilities(), Ordering::Relaxed);
+            Ok(())
+        })
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn hsaKmtRuntimeDisable() -> HSAKMT_STATUS {
+    guard("hsaKmtRuntimeDisable", || with_ctx_mut(|c| c.runtime_disable()))
+}
+
+/// # Safety
+/// `caps_mask` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetRuntimeCapabilities(caps_mask: *mut HSAuint32) -> HSAKMT_STATUS {
+    guard("hsaKmtGetRuntimeCapabilities", || {
+        // SAFETY: the C caller's pointer contract.
+        *unsafe { out(caps_mask) }? = RUNTIME_CAPS.load(Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn hsaKmtCheckRuntimeDebugSupport() -> HSAKMT_STATUS {
+    guard("hsaKmtCheckRuntimeDebugSupport", || {
+        with_ctx_mut(|c| c.check_runtime_debug_support()).map_err(|s| if s == Status::KERNEL_IO_CHANNEL_NOT_OPENED { Status::ERROR } else { s })
+    })
+}
+
+/// # Safety
+/// `Counters` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetClockCounters(NodeId: HSAuint32, Counters: *mut HsaClockCounters) -> HSAKMT_STATUS {
+    guard("hsaKmtGetClockCounters", || {
+        let c = with_ctx(|c| c.clock_counters(NodeId))?;
+        // SAFETY: the C caller's pointer contract.
+        *unsafe { out(Counters) }? = c;
+        Ok(())
+    })
+}

@@ -1,0 +1,188 @@
+//! A model plugin (`HSA_MODEL_LIB`) as the `Kfd` port: upstream's model interface 1.x —
+//! `create_memfd` stands in for /dev/kfd, `handle_ioctl` takes raw KFD ioctls. The topology
+//! comes from `HSA_MODEL_TOPOLOGY` (upstream's rule) or, as our extension, from the built-in
+//! catalogue named by `HSAKMT_MODEL`.
+
+use hsakmt_core::abi::model::{drm_cmd, DrmCloseArgs, DrmOpenRenderArgs, GetHsakmtModelFunctions, HsakmtModelFunctions, GET_HSAKMT_MODEL_FUNCTIONS, HSAKMT_MODEL_INTERFACE_VERSION_MAJOR};
+use hsakmt_core::{Backend, Errno, Kfd, SysTree};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+
+extern "C" {
+    fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlerror() -> *const c_char;
+    fn __errno_location() -> *mut c_int;
+}
+const RTLD_NOW: c_int = 2;
+const RTLD_LOCAL: c_int = 0;
+
+fn last_errno() -> Errno {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    Errno(unsafe { *__errno_location() })
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl call.
+    let p = unsafe { dlerror() };
+    if p.is_null() {
+        "unknown dynamic loader error".into()
+    } else {
+        // SAFETY: non-NULL, NUL-terminated (above).
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+enum Files {
+    Dir(PathBuf),
+    Builtin(Box<hsakmt_model::Model>),
+}
+
+pub struct PluginKfd {
+    table: HsakmtModelFunctions,
+    memfd: OwnedFd,
+    files: Files,
+}
+
+// SAFETY: the table holds plain function pointers of a library that stays loaded for the
+// life of the process (never dlclose'd); the plugin interface is called from any thread.
+unsafe impl Send for PluginKfd {}
+// SAFETY: as above; the port itself holds no interior mutability.
+unsafe impl Sync for PluginKfd {}
+
+impl PluginKfd {
+    pub fn load(lib: &str) -> Result<PluginKfd, String> {
+        let files = match std::env::var("HSA_MODEL_TOPOLOGY").ok().filter(|v| !v.is_empty()) {
+            Some(dir) => {
+                let p = PathBuf::from(&dir);
+                if !p.join("nodes").is_dir() {
+                    return Err(format!("HSA_MODEL_TOPOLOGY={dir} has no nodes/ directory"));
+                }
+                Files::Dir(p)
+            }
+            None if std::env::var_os("HSAKMT_MODEL").is_some() => {
+                Files::Builtin(Box::new(hsakmt_model::Model::from_env().map_err(|e| e.to_string())?))
+            }
+            None => return Err("a model plugin needs HSA_MODEL_TOPOLOGY (a topology directory) or HSAKMT_MODEL=<catalogue name>".into()),
+        };
+        let name = CString::new(lib).map_err(|_| "path contains a NUL byte".to_string())?;
+        // SAFETY: dlopen with a valid C string; the library stays loaded (no dlclose).
+        let handle = unsafe { dlopen(name.as_ptr(), RTLD_NOW | RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(dl_error());
+        }
+        // SAFETY: handle is valid; the symbol name is a C string constant.
+        let sym = unsafe { dlsym(handle, GET_HSAKMT_MODEL_FUNCTIONS.as_ptr()) };
+        if sym.is_null() {
+            return Err("no get_hsakmt_model_functions export".into());
+        }
+        // SAFETY: the interface defines this export's type as GetHsakmtModelFunctions.
+        let get: GetHsakmtModelFunctions = unsafe { std::mem::transmute::<*mut c_void, GetHsakmtModelFunctions>(sym) };
+        // SAFETY: calling the plugin's entry point as the interface specifies.
+        let tp = unsafe { get() };
+        if tp.is_null() {
+            return Err("get_hsakmt_model_functions returned NULL".into());
+        }
+        // The 1.x header is 8 bytes of versions; read them before trusting the rest.
+        // SAFETY: the plugin returned a pointer to its static table.
+        let (major, minor) = unsafe { ((*tp).version_major, (*tp).version_minor) };
+        if major != HSAKMT_MODEL_INTERFACE_VERSION_MAJOR {
+            return Err(format!("model interface {major}.{minor} is not supported (need {HSAKMT_MODEL_INTERFACE_VERSION_MAJOR}.x)"));
+        }
+        // SAFETY: a 1.x table has at least create_memfd and handle_ioctl; handle_drm_call
+        // exists from 1.1 on, so a 1.0 table is read without it.
+        let table = unsafe {
+            let mut t = HsakmtModelFunctions { version_major: major, version_minor: minor, create_memfd: (*tp).create_memfd, handle_ioctl: (*tp).handle_ioctl, handle_drm_call: None };
+            if minor >= 1 {
+                t.handle_drm_call = (*tp).handle_drm_call;
+            }
+            t
+        };
+        let (Some(create), Some(_)) = (table.create_memfd, table.handle_ioctl) else {
+            return Err("the model table lacks create_memfd or handle_ioctl".into());
+        };
+        // SAFETY: plugin entry point; returns an fd we own or -1.
+        let fd = unsafe { create() };
+        if fd < 0 {
+            return Err(format!("create_memfd failed (errno {})", last_errno().0));
+        }
+        // SAFETY: the plugin handed us a fresh fd.
+        let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(PluginKfd { table, memfd, files })
+    }
+
+    fn drm(&self, cmd: u32, arg: *mut c_void) -> Option<Result<(), Errno>> {
+        let f = self.table.handle_drm_call?;
+        // SAFETY: plugin entry point with the argument struct the command defines.
+        let r = unsafe { f(cmd, arg) };
+        Some(if r == 0 { Ok(()) } else { Err(last_errno()) })
+    }
+}
+
+impl Kfd for PluginKfd {
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        if arg.len() < hsakmt_core::abi::ioc::size(request) {
+            return Err(Errno(Errno::EINVAL));
+        }
+        let Some(f) = self.table.handle_ioctl else { return Err(Errno(Errno::ENOTTY)) };
+        // SAFETY: the buffer covers the request's encoded size (checked above).
+        let r = unsafe { f(request as std::ffi::c_ulong, arg.as_mut_ptr().cast()) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(last_errno())
+        }
+    }
+
+    unsafe fn mmap(&self, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { hsakmt_linux::mmap_fd(self.memfd.as_fd(), fixed_addr, len, prot, shared, offset) }
+    }
+
+    unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { hsakmt_linux::munmap(addr, len) }
+    }
+
+    fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
+        let mut fd: c_int = -1;
+        let mut args = DrmOpenRenderArgs { minor: minor as c_int, fd_out: &mut fd };
+        match self.drm(drm_cmd::OPEN_RENDER, (&mut args as *mut DrmOpenRenderArgs).cast()) {
+            Some(r) => r.map(|()| fd),
+            // A 1.0 model simulates no DRM: stand in with a duplicate of the model's fd.
+            None => self.memfd.try_clone().map(std::os::fd::IntoRawFd::into_raw_fd).map_err(|e| Errno(e.raw_os_error().unwrap_or(Errno::EIO))),
+        }
+    }
+
+    fn close_render_node(&self, fd: i32) {
+        let mut args = DrmCloseArgs { fd };
+        if self.drm(drm_cmd::CLOSE, (&mut args as *mut DrmCloseArgs).cast()).is_none() {
+            hsakmt_linux::close_fd(fd);
+        }
+    }
+
+    fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
+        match &self.files {
+            Files::Dir(root) if tree == SysTree::Topology => hsakmt_linux::read_into(&root.join(path), buf),
+            Files::Dir(_) => Err(Errno(Errno::ENOENT)),
+            Files::Builtin(m) => m.read_file(tree, path, buf),
+        }
+    }
+
+    fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
+        match &self.files {
+            Files::Dir(root) if tree == SysTree::Topology => hsakmt_linux::count_numbered(&root.join(dir)),
+            Files::Dir(_) => Err(Errno(Errno::ENOENT)),
+            Files::Builtin(m) => m.count_numbered_entries(tree, dir),
+        }
+    }
+
+    fn process_id(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::PluginModel
+    }
+}
