@@ -431,3 +431,195 @@ fn topology_smoke_rejects_wrong_expectations() {
     let o = run_smoke(s, name, &["--expect-nodes=100000".to_string()]);
     assert!(!o.status.success(), "a wrong node count was accepted:\n{}", show(&o));
 }
+
+// ---- OpenClose rules, fixture facts, broken trees and the model plugin, from C ----
+
+fn exe(s: &Setup, name: &str) -> PathBuf {
+    compile(s, false, &c_dir().join(format!("{name}.c")), name, true, &[])
+}
+
+/// A command with no model/override variables inherited from the caller's environment.
+fn clean_cmd(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    for var in ["HSA_MODEL_TOPOLOGY", "HSA_MODEL_LIB", "HSAKMT_MODEL", "HSA_OVERRIDE_GFX_VERSION", "HSAKMT_DEBUG_LEVEL"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+#[test]
+fn openclose_rules_fork_and_errno() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "openclose_rules");
+    for model in ["mi25", "mi210"] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("openclose_rules: OK"), "{model}:\n{}", show(&o));
+    }
+}
+
+/// The facts `topology_dump` printed, as lines.
+fn dump(s: &Setup, env: &[(&str, &str)]) -> (Output, Vec<String>) {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let e = EXE.get_or_init(|| exe(s, "topology_dump"));
+    let mut cmd = clean_cmd(e);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = run(&mut cmd);
+    let lines = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
+    (o, lines)
+}
+
+fn has(lines: &[String], prefix: &str, fact: &str) -> bool {
+    lines.iter().any(|l| l.starts_with(prefix) && l.split(' ').collect::<Vec<_>>().windows(2).any(|w| format!("{} {}", w[0], w[1]) == fact))
+}
+
+fn assert_facts(lines: &[String], facts: &[(&str, &str)], what: &str) {
+    for (prefix, fact) in facts {
+        assert!(has(lines, prefix, fact), "{what}: no line starting {prefix:?} with {fact:?}:\n{}", lines.join("\n"));
+    }
+}
+
+/// Facts read by hand from the three shared fixture trees (their SOURCE.md and files), checked
+/// through the C API on the model serving each tree.
+#[test]
+fn fixture_facts_through_the_c_api() {
+    let Some(s) = setup() else { return };
+    // mi25-gfx900-1gpu: nodes/1/properties simd_count 256, device_id 26720 (0x6860 -> gfx900);
+    // nodes/1/mem_banks/0 size_in_bytes 17163091968 heap_type 1; nodes/1/io_links/0 type 2
+    // (PCIe) weight 20 to node 0; nodes/1/gpu_id 13261; system_properties platform_rev 2.
+    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi25")]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(
+        &l,
+        &[
+            ("nodes", "nodes 2"),
+            ("platform_rev", "platform_rev 2"),
+            ("node 0 ", "cpu_cores 20"),
+            ("node 1 ", "simd 256"),
+            ("node 1 ", "gfx 9.0.0"),
+            ("node 1 ", "gpu_id 13261"),
+            ("node 1 ", "device 26720"),
+            ("node 1 bank 0 ", "size 17163091968"),
+            ("node 1 bank 0 ", "heap 1"),
+            ("node 1 link 0 ", "type 2"),
+            ("node 1 link 0 ", "weight 20"),
+            ("node 1 link 0 ", "to 0"),
+        ],
+        "mi25",
+    );
+    // mi210-gfx90a-8gpu-2hive: nodes/2/properties simd_count 416, gfx_target_version 90010,
+    // hive_id 12609507387757274807, num_sdma_engines 2, num_sdma_xgmi_engines 3, location_id
+    // 25344; nodes/2/io_links/1: type 11 (XGMI) node 2 -> 3 weight 15, bandwidth 50000.
+    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210")]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(
+        &l,
+        &[
+            ("nodes", "nodes 10"),
+            ("node 0 ", "cpu_cores 64"),
+            ("node 2 ", "simd 416"),
+            ("node 2 ", "gfx 9.0.10"),
+            ("node 2 ", "hive 12609507387757274807"),
+            ("node 2 ", "sdma 2"),
+            ("node 2 ", "xgmi_sdma 3"),
+            ("node 2 ", "location 25344"),
+            ("node 2 link 1 ", "type 11"),
+            ("node 2 link 1 ", "to 3"),
+            ("node 2 link 1 ", "weight 15"),
+            ("node 2 link 1 ", "max_bw 50000"),
+        ],
+        "mi210",
+    );
+    // mi300x-gfx942-8gpu-cpx: 65 nodes; nodes/10/properties simd_count 152, gfx_target_version
+    // 90402, hive_id 15188982192727901047; nodes/10/io_links/3: type 11 to node 4 weight 41.
+    // The capture has no mem_banks: the model fills VRAM/8 per CPX partition (192 GiB / 8 =
+    // 24 GiB, MI300X's HBM3; model/CATALOGUE.md), so only its heap type is a real fact.
+    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi300x-cpx")]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(
+        &l,
+        &[
+            ("nodes", "nodes 65"),
+            ("node 0 ", "cpu_cores 96"),
+            ("node 10 ", "simd 152"),
+            ("node 10 ", "gfx 9.4.2"),
+            ("node 10 ", "hive 15188982192727901047"),
+            ("node 10 link 3 ", "type 11"),
+            ("node 10 link 3 ", "to 4"),
+            ("node 10 link 3 ", "weight 41"),
+        ],
+        "mi300x-cpx",
+    );
+}
+
+/// A broken HSA_MODEL_TOPOLOGY makes OpenKFD fail with a message naming the problem; a garbled
+/// properties file makes AcquireSystemProperties fail with an error status (never a crash).
+#[test]
+fn broken_model_topology_is_a_clear_error() {
+    let Some(s) = setup() else { return };
+    let missing = s.work.join("no-such-topology");
+    let (o, l) = dump(s, &[("HSA_MODEL_TOPOLOGY", missing.to_str().unwrap())]);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(l.iter().any(|x| x.starts_with("FAIL hsaKmtOpenKFD()")), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("HSA_MODEL_TOPOLOGY") && err.contains("no-such-topology"), "stderr names the variable and path:\n{err}");
+
+    let tree = s.work.join("garbled-mi25");
+    let _ = fs::remove_dir_all(&tree);
+    hsakmt_model::catalogue::export("mi25", &tree).expect("export mi25");
+    let (o, _) = dump(s, &[("HSA_MODEL_TOPOLOGY", tree.to_str().unwrap())]);
+    assert!(o.status.success(), "the exported tree itself loads:\n{}", show(&o));
+    // A truncated memory-bank file: the model (standing in for the kernel) still loads the
+    // tree, and the thunk's parser must reject it at AcquireSystemProperties.
+    fs::write(tree.join("nodes/1/mem_banks/0/properties"), b"").unwrap();
+    let (o, l) = dump(s, &[("HSA_MODEL_TOPOLOGY", tree.to_str().unwrap())]);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(l.iter().any(|x| x.starts_with("FAIL hsaKmtAcquireSystemProperties")), "{}", show(&o));
+    // A garbled node properties file: refused at open by the model or at acquire by the thunk,
+    // either way with an error status and no crash.
+    fs::write(tree.join("nodes/1/properties"), b"\x00\xff garbage\n").unwrap();
+    let (o, l) = dump(s, &[("HSA_MODEL_TOPOLOGY", tree.to_str().unwrap())]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(l.iter().any(|x| x.starts_with("FAIL hsaKmtOpenKFD") || x.starts_with("FAIL hsaKmtAcquireSystemProperties")), "{}", show(&o));
+}
+
+/// libhsakmt_model.so, the model built as a plugin (built here if this run has not built it).
+fn model_plugin(lib: &Path) -> PathBuf {
+    let dir = lib.parent().unwrap();
+    let target_profile = if dir.ends_with("deps") { dir.parent().unwrap() } else { dir };
+    for c in [target_profile.join("libhsakmt_model.so"), target_profile.join("deps/libhsakmt_model.so")] {
+        if c.is_file() {
+            return c;
+        }
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target_dir = target_profile.parent().unwrap();
+    run_ok(Command::new(cargo).args(["build", "-p", "hsakmt-model", "--lib"]).env("CARGO_TARGET_DIR", target_dir).current_dir(MANIFEST));
+    let p = target_profile.join("libhsakmt_model.so");
+    assert!(p.is_file(), "{} not built", p.display());
+    p
+}
+
+#[test]
+fn runs_on_the_model_plugin_named_by_hsa_model_lib() {
+    let Some(s) = setup() else { return };
+    let plugin = model_plugin(&s.lib);
+    let syms = dynamic_symbols(&plugin);
+    assert!(syms.iter().any(|(n, _)| n == "get_hsakmt_model_functions"), "plugin exports get_hsakmt_model_functions");
+    let p = plugin.to_str().unwrap();
+    let (o, l) = dump(s, &[("HSA_MODEL_LIB", p), ("HSAKMT_MODEL", "mi210")]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(&l, &[("nodes", "nodes 10"), ("node 2 ", "simd 416"), ("node 2 link 1 ", "type 11")], "plugin mi210");
+    // A directory topology with the plugin (upstream's pairing of the two variables).
+    let tree = s.work.join("plugin-mi25");
+    let _ = fs::remove_dir_all(&tree);
+    hsakmt_model::catalogue::export("mi25", &tree).expect("export mi25");
+    let (o, l) = dump(s, &[("HSA_MODEL_LIB", p), ("HSA_MODEL_TOPOLOGY", tree.to_str().unwrap())]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(&l, &[("nodes", "nodes 2"), ("node 1 ", "simd 256"), ("node 1 bank 0 ", "size 17163091968")], "plugin mi25 dir");
+    // A library that is not a model plugin is refused with a message.
+    let (o, _) = dump(s, &[("HSA_MODEL_LIB", s.lib.to_str().unwrap()), ("HSAKMT_MODEL", "mi25")]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("get_hsakmt_model_functions"), "{}", show(&o));
+}
