@@ -179,8 +179,8 @@ pub(crate) fn finish_node(
         return Ok(p);
     }
     // 3. Shader engines = arrays / arrays per engine.
-    if p.NumArrays != 0 {
-        p.NumShaderBanks = raw.array_count / p.NumArrays;
+    if let Some(banks) = raw.array_count.checked_div(p.NumArrays) {
+        p.NumShaderBanks = banks;
     }
     // 4-5. The kernel's version, then the device table (pre-gfx11 only).
     let (major, minor, stepping) = decode_gfxv(raw.gfxv);

@@ -50,11 +50,6 @@ impl<'k> Reader<'k> {
         Ok(())
     }
 
-    /// The current path.
-    pub(crate) fn path(&self) -> &str {
-        &self.path
-    }
-
     /// An error about the current path.
     pub(crate) fn error(&self, status: Status, reason: &'static str) -> TopologyError {
         TopologyError::new(status, reason, &self.path)
