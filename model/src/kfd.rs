@@ -172,11 +172,21 @@ impl Model {
         let usize_ = ioc::size(request);
         let ksize = ioc::size(kcmd);
         let kdir = ioc::dir(kcmd);
-        let mut buf = vec![0u8; usize_.max(ksize)];
+        // Like the kernel: a stack buffer for the usual small argument, the heap only for a
+        // caller-declared size beyond it (keeps hot ioctls such as clock counters alloc-free).
+        let n = usize_.max(ksize);
+        let mut stack = [0u8; 512];
+        let mut heap;
+        let buf: &mut [u8] = if n <= stack.len() {
+            &mut stack[..n]
+        } else {
+            heap = vec![0u8; n];
+            &mut heap
+        };
         if kdir & ioc::DIR_WRITE != 0 {
             arg.read(&mut buf[..usize_]).map_err(|_| EFAULT)?;
         }
-        let ret = self.run(handler, &mut buf);
+        let ret = self.run(handler, buf);
         if kdir & ioc::DIR_READ != 0 {
             arg.write(&buf[..usize_]).map_err(|_| EFAULT)?;
         }
