@@ -48,8 +48,22 @@ pub fn selection() -> Selection {
     }
 }
 
-fn open_config() -> OpenConfig {
-    OpenConfig::default()
+/// Upstream's environment, read once per first open: `HSA_OVERRIDE_GFX_VERSION` and its
+/// per-node form `HSA_OVERRIDE_GFX_VERSION_<node>`, and `HSA_USE_SVM` (anything but "0" keeps
+/// the SVM API).
+pub fn open_config() -> OpenConfig {
+    let mut cfg = OpenConfig::default();
+    let t = &mut cfg.topology;
+    for (k, v) in std::env::vars_os() {
+        let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else { continue };
+        if k == "HSA_OVERRIDE_GFX_VERSION" {
+            t.set_gfx_override(None, v);
+        } else if let Some(node) = k.strip_prefix("HSA_OVERRIDE_GFX_VERSION_").and_then(|n| n.parse::<u32>().ok()) {
+            t.set_gfx_override(Some(node), v);
+        }
+    }
+    t.disable_svm = std::env::var("HSA_USE_SVM").is_ok_and(|v| v == "0");
+    cfg
 }
 
 /// Build the port the environment selects. Model configuration errors are always printed

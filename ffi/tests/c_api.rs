@@ -623,3 +623,24 @@ fn runs_on_the_model_plugin_named_by_hsa_model_lib() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("get_hsakmt_model_functions"), "{}", show(&o));
 }
+
+/// HSA_OVERRIDE_GFX_VERSION (global and per node) lands in OverrideEngineId and keeps the
+/// real EngineId; a malformed value fails AcquireSystemProperties; HSA_USE_SVM=0 clears the
+/// SVMAPISupported capability bit.
+#[test]
+fn environment_overrides() {
+    let Some(s) = setup() else { return };
+    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210")]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(&l, &[("node 2 ", "gfx 9.0.10"), ("node 2 ", "svm 1")], "mi210 plain");
+    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210"), ("HSA_OVERRIDE_GFX_VERSION", "9.4.2"), ("HSA_OVERRIDE_GFX_VERSION_3", "9.0.8"), ("HSA_USE_SVM", "0")]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_facts(
+        &l,
+        &[("node 2 ", "gfx 9.0.10"), ("node 2 ", "ogfx 9.4.2"), ("node 3 ", "ogfx 9.0.8"), ("node 4 ", "ogfx 9.4.2"), ("node 2 ", "svm 0")],
+        "mi210 overridden",
+    );
+    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210"), ("HSA_OVERRIDE_GFX_VERSION", "9.x")]);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(l.iter().any(|x| x.starts_with("FAIL hsaKmtAcquireSystemProperties")), "{}", show(&o));
+}

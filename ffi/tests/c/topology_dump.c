@@ -24,11 +24,12 @@ int main(void)
 		HsaNodeProperties p;
 		CHECK(hsaKmtGetNodeProperties(n, &p));
 		printf("node %u cpu_cores %u simd %u gfx %u.%u.%u gpu_id %u hive %llu sdma %u xgmi_sdma %u "
-		       "location %u render_minor %d device %u banks %u caches %u links %u\n",
+		       "location %u render_minor %d device %u banks %u caches %u links %u ogfx %u.%u.%u svm %u\n",
 		       n, p.NumCPUCores, p.NumFComputeCores, p.EngineId.ui32.Major, p.EngineId.ui32.Minor,
 		       p.EngineId.ui32.Stepping, p.KFDGpuID, (unsigned long long)p.HiveID, p.NumSdmaEngines,
 		       p.NumSdmaXgmiEngines, p.LocationId, p.DrmRenderMinor, p.DeviceId, p.NumMemoryBanks,
-		       p.NumCaches, p.NumIOLinks);
+		       p.NumCaches, p.NumIOLinks, p.OverrideEngineId.ui32.Major, p.OverrideEngineId.ui32.Minor,
+		       p.OverrideEngineId.ui32.Stepping, p.Capability.ui32.SVMAPISupported);
 		HsaMemoryProperties *m = calloc(p.NumMemoryBanks + 1, sizeof(*m));
 		CHECK(hsaKmtGetNodeMemoryProperties(n, p.NumMemoryBanks, m));
 		for (HSAuint32 i = 0; i < p.NumMemoryBanks; i++)
