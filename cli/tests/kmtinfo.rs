@@ -1,0 +1,70 @@
+//! kmtinfo as a user runs it: the model fallback line, the link matrix, --json, and a clear
+//! failure on a broken --topology tree.
+
+use std::process::Command;
+
+fn kmtinfo(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kmtinfo"));
+    cmd.args(args);
+    for v in ["HSA_MODEL_TOPOLOGY", "HSA_MODEL_LIB", "HSAKMT_MODEL", "HSA_OVERRIDE_GFX_VERSION", "HSAKMT_DEBUG_LEVEL"] {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run kmtinfo")
+}
+
+#[test]
+fn without_dev_kfd_it_runs_the_model_and_prints_the_link_matrix() {
+    if std::path::Path::new("/dev/kfd").exists() {
+        eprintln!("SKIPPED: this machine has /dev/kfd; the fallback is not taken");
+        return;
+    }
+    let o = kmtinfo(&[], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let first = out.lines().next().unwrap_or("");
+    assert!(first.contains("no /dev/kfd") && first.contains("software model"), "first line: {first}");
+    assert!(out.contains("Link matrix"));
+    // The default system is 2 EPYC + 8 MI300X in one XGMI hive: GPU↔GPU cells are XGMI.
+    assert!(out.contains("gfx942"));
+    assert!(out.contains("XGMI/"), "{out}");
+    assert!(out.contains("HT/32"), "the two EPYC sockets are joined by HyperTransport weight 32");
+}
+
+#[test]
+fn model_option_and_json() {
+    let o = kmtinfo(&["--json", "--model", "mi210"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    // mi210 fixture facts: 10 nodes, GPU nodes with 416 SIMDs of gfx90a, hive ids of two hives.
+    assert_eq!(out.matches("\"kind\":\"gpu\"").count(), 8, "{out}");
+    assert_eq!(out.matches("\"kind\":\"cpu\"").count(), 2);
+    assert!(out.contains("\"gfx_target\":\"gfx90a\""));
+    assert!(out.contains("\"simds\":416"));
+    assert!(out.contains("\"hive_id\":12609507387757274807"));
+    assert!(out.contains("\"hive_id\":18091350218769748594"));
+    assert!(out.trim_end().ends_with("]}"));
+}
+
+#[test]
+fn broken_topology_directory_fails_clearly() {
+    let dir = std::env::temp_dir().join(format!("kmtinfo-broken-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = kmtinfo(&["--topology", dir.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}\nstderr: {err}", String::from_utf8_lossy(&o.stdout));
+    assert!(err.contains("kmtinfo:") && err.contains("nodes"), "the message says what is wrong: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn list_models_names_the_catalogue() {
+    let o = kmtinfo(&["--list-models"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for name in ["mi300x", "mi300x-cpx", "mi210", "rx7900xtx", "mi25"] {
+        assert!(out.lines().any(|l| l == name), "{name} missing from {out}");
+    }
+}
