@@ -133,7 +133,7 @@ pub fn render_text(r: &SystemReport) -> String {
         let _ = writeln!(o);
         if is_gpu(p) {
             let _ = writeln!(o, "Node {id}: GPU {} ({}), gpu_id {}", gfx_target(p), marketing_name(p), { p.KFDGpuID });
-            let cus = if p.NumSIMDPerCU > 0 { p.NumFComputeCores / p.NumSIMDPerCU } else { 0 };
+            let cus = { p.NumFComputeCores }.checked_div(p.NumSIMDPerCU).unwrap_or(0);
             let _ = writeln!(
                 o,
                 "  compute: {cus} CUs, {} SIMDs, {} waves/SIMD, wave{}, {} XCC, {} MHz",
@@ -143,8 +143,24 @@ pub fn render_text(r: &SystemReport) -> String {
                 { p.NumXcc },
                 { p.MaxEngineClockMhzFCompute }
             );
-            let _ = writeln!(o, "  LDS {} KiB, GDS {} KiB; SDMA engines {} (+{} XGMI), {} queues each", { p.LDSSizeInKB }, { p.GDSSizeInKB }, { p.NumSdmaEngines }, { p.NumSdmaXgmiEngines }, { p.NumSdmaQueuesPerEngine });
-            let _ = writeln!(o, "  device {:#06x}, location {:#x}, domain {}, render minor {}, hive {:#x}", { p.DeviceId }, { p.LocationId }, { p.Domain }, { p.DrmRenderMinor }, { p.HiveID });
+            let _ = writeln!(
+                o,
+                "  LDS {} KiB, GDS {} KiB; SDMA engines {} (+{} XGMI), {} queues each",
+                { p.LDSSizeInKB },
+                { p.GDSSizeInKB },
+                { p.NumSdmaEngines },
+                { p.NumSdmaXgmiEngines },
+                { p.NumSdmaQueuesPerEngine }
+            );
+            let _ = writeln!(
+                o,
+                "  device {:#06x}, location {:#x}, domain {}, render minor {}, hive {:#x}",
+                { p.DeviceId },
+                { p.LocationId },
+                { p.Domain },
+                { p.DrmRenderMinor },
+                { p.HiveID }
+            );
             if n.wallclock_hz != 0 {
                 let _ = writeln!(o, "  GPU clock counter: {} MHz", n.wallclock_hz / 1_000_000);
             }
@@ -170,7 +186,15 @@ pub fn render_text(r: &SystemReport) -> String {
             let _ = writeln!(o, "  caches: {}", parts.join(", "));
         }
         for l in &n.links {
-            let _ = writeln!(o, "  link -> node {}: {} weight {} bandwidth {}-{} MB/s", { l.NodeTo }, link_type_name(l.IoLinkType), { l.Weight }, { l.MinimumBandwidth }, { l.MaximumBandwidth });
+            let _ = writeln!(
+                o,
+                "  link -> node {}: {} weight {} bandwidth {}-{} MB/s",
+                { l.NodeTo },
+                link_type_name(l.IoLinkType),
+                { l.Weight },
+                { l.MinimumBandwidth },
+                { l.MaximumBandwidth }
+            );
         }
     }
     let _ = writeln!(o);

@@ -113,7 +113,14 @@ impl Context {
         if let Some(a) = &self.acquired {
             return Ok(a.topology.system);
         }
-        let topology = topology::snapshot(&*self.kfd, &self.cfg.topology)?;
+        let mut topology = topology::snapshot(&*self.kfd, &self.cfg.topology)?;
+        // The sysfs tree has no GPU counter frequency; upstream's runtime asks libdrm, we ask
+        // the port (0 stays 0 where the backend cannot tell).
+        for n in topology.nodes.iter_mut().filter(|n| n.gpu_id != 0 && n.props.WallClockKHz == 0) {
+            if let Some(khz) = self.kfd.gpu_counter_khz(n.gpu_id) {
+                n.props.WallClockKHz = khz;
+            }
+        }
         let apertures = self.init_gpu_vms(&topology)?;
         let system = topology.system;
         self.acquired = Some(Acquired { topology, apertures });

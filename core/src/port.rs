@@ -69,13 +69,15 @@ pub trait Kfd: Send + Sync {
 
     /// What answers this port.
     fn backend(&self) -> Backend;
+
+    /// The frequency of a GPU's clock counter in kHz (what upstream's runtime reads from
+    /// libdrm's `gpu_counter_freq`), when the backend knows it.
+    fn gpu_counter_khz(&self, _gpu_id: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// Typed helper: issue `request` with a zerocopy argument struct.
-pub fn ioctl_typed<T: IntoBytes + FromBytes + KnownLayout + Immutable>(
-    kfd: &dyn Kfd,
-    request: u32,
-    arg: &mut T,
-) -> Result<(), Errno> {
+pub fn ioctl_typed<T: IntoBytes + FromBytes + KnownLayout + Immutable>(kfd: &dyn Kfd, request: u32, arg: &mut T) -> Result<(), Errno> {
     kfd.ioctl(request, arg.as_mut_bytes())
 }

@@ -123,4 +123,8 @@ impl Kfd for Model {
     fn backend(&self) -> Backend {
         Backend::BuiltinModel
     }
+
+    fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
+        self.gpu_index(gpu_id).map(|i| self.gpus[i].counter_hz / 1000)
+    }
 }

@@ -2,6 +2,7 @@
  * that inherited an open thunk gets KERNEL_IO_CHANNEL_NOT_OPENED until it opens again, and
  * both processes keep working. Exit 0 on success; prints what failed otherwise. */
 #include <errno.h>
+#include <stdint.h>
 #include <hsakmt/hsakmt.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -65,7 +66,20 @@ int main(void)
 	EXPECT(hsaKmtGetNodeProperties(0, &p0) == HSAKMT_STATUS_SUCCESS);
 	HsaClockCounters c1, c2;
 	EXPECT(hsaKmtGetClockCounters(sys.NumNodes - 1, &c1) == HSAKMT_STATUS_SUCCESS);
+	usleep(20000);
 	EXPECT(hsaKmtGetClockCounters(sys.NumNodes - 1, &c2) == HSAKMT_STATUS_SUCCESS);
+	/* the GPU counter ticks at the node's wall-clock frequency (the last node is a GPU) */
+	uint64_t freq = 0, cpu_freq = 1;
+	EXPECT(hsaKmtGetNodeWallclockFrequency(sys.NumNodes - 1, &freq) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(freq > 0);
+	EXPECT(hsaKmtGetNodeWallclockFrequency(0, &cpu_freq) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(cpu_freq == 0);
+	EXPECT(hsaKmtGetNodeWallclockFrequency(sys.NumNodes, &freq) == HSAKMT_STATUS_INVALID_NODE_UNIT);
+	if (c2.CPUClockCounter > c1.CPUClockCounter && freq > 0) {
+		double measured = (double)(c2.GPUClockCounter - c1.GPUClockCounter) * 1e9 /
+				  (double)(c2.CPUClockCounter - c1.CPUClockCounter);
+		EXPECT(measured > 0.95 * (double)freq && measured < 1.05 * (double)freq);
+	}
 	EXPECT(c2.CPUClockCounter >= c1.CPUClockCounter);
 	EXPECT(c2.GPUClockCounter >= c1.GPUClockCounter);
 	EXPECT(c1.SystemClockFrequencyHz == 1000000000ull);
