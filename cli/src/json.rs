@@ -67,14 +67,28 @@ pub fn render(backend: &str, r: &SystemReport) -> String {
             if i > 0 {
                 o.push(',');
             }
-            let _ = write!(o, "{{\"heap_type\":{},\"heap\":{},\"size\":{},\"va\":{}}}", m.HeapType, esc(report::heap_name(m.HeapType)), m.size_in_bytes(), { m.VirtualBaseAddress });
+            let _ = write!(
+                o,
+                "{{\"heap_type\":{},\"heap\":{},\"size\":{},\"va\":{}}}",
+                m.HeapType,
+                esc(report::heap_name(m.HeapType)),
+                m.size_in_bytes(),
+                { m.VirtualBaseAddress }
+            );
         }
         o.push_str("],\"caches\":[");
         for (i, c) in n.caches.iter().enumerate() {
             if i > 0 {
                 o.push(',');
             }
-            let _ = write!(o, "{{\"level\":{},\"size_kib\":{},\"line\":{},\"type\":{}}}", { c.CacheLevel }, { c.CacheSize }, { c.CacheLineSize }, { c.CacheType.Value });
+            let _ = write!(
+                o,
+                "{{\"level\":{},\"size_kib\":{},\"line\":{},\"type\":{}}}",
+                { c.CacheLevel },
+                { c.CacheSize },
+                { c.CacheLineSize },
+                { c.CacheType.Value }
+            );
         }
         o.push_str("],\"links\":[");
         for (i, l) in n.links.iter().enumerate() {

@@ -11,10 +11,7 @@ use std::path::PathBuf;
 fn table(name: &str) -> Vec<Vec<String>> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split('\t').map(str::to_owned).collect())
-        .collect()
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split('\t').map(str::to_owned).collect()).collect()
 }
 
 /// Reduce a value to its two's-complement pattern in `bits` bits.

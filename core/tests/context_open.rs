@@ -94,7 +94,9 @@ fn other_major_version_is_driver_mismatch_and_leaves_thunk_closed() {
 fn failed_get_version_is_error() {
     let mut t = Thunk::new();
     let e = t
-        .open(10, || Ok((Box::new(FakeKfd { major: 1, minor: 22, version_errno: Some(Errno::EIO) }) as Box<dyn Kfd>, OpenConfig::default())))
+        .open(10, || {
+            Ok((Box::new(FakeKfd { major: 1, minor: 22, version_errno: Some(Errno::EIO) }) as Box<dyn Kfd>, OpenConfig::default()))
+        })
         .unwrap_err();
     assert_eq!(e.status, Status::ERROR);
 }

@@ -78,7 +78,8 @@ pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
         Selection::Kernel => match hsakmt_linux::DevKfd::open() {
             Ok(k) => Box::new(k),
             Err(e) => {
-                let message = format!("cannot open {} (errno {}); set HSAKMT_MODEL=<name> to use the software model", hsakmt_linux::KFD_DEVICE, e.0);
+                let message =
+                    format!("cannot open {} (errno {}); set HSAKMT_MODEL=<name> to use the software model", hsakmt_linux::KFD_DEVICE, e.0);
                 log::error(format_args!("{message}\n"));
                 return Err(OpenError { status: Status::KERNEL_IO_CHANNEL_NOT_OPENED, message });
             }

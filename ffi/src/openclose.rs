@@ -88,7 +88,8 @@ pub unsafe extern "C" fn hsaKmtGetRuntimeCapabilities(caps_mask: *mut HSAuint32)
 #[unsafe(no_mangle)]
 pub extern "C" fn hsaKmtCheckRuntimeDebugSupport() -> HSAKMT_STATUS {
     guard("hsaKmtCheckRuntimeDebugSupport", || {
-        with_ctx_mut(|c| c.check_runtime_debug_support()).map_err(|s| if s == Status::KERNEL_IO_CHANNEL_NOT_OPENED { Status::ERROR } else { s })
+        with_ctx_mut(|c| c.check_runtime_debug_support())
+            .map_err(|s| if s == Status::KERNEL_IO_CHANNEL_NOT_OPENED { Status::ERROR } else { s })
     })
 }
 

@@ -3,7 +3,10 @@
 //! comes from `HSA_MODEL_TOPOLOGY` (upstream's rule) or, as our extension, from the built-in
 //! catalogue named by `HSAKMT_MODEL`.
 
-use hsakmt_core::abi::model::{drm_cmd, DrmCloseArgs, DrmOpenRenderArgs, GetHsakmtModelFunctions, HsakmtModelFunctions, GET_HSAKMT_MODEL_FUNCTIONS, HSAKMT_MODEL_INTERFACE_VERSION_MAJOR};
+use hsakmt_core::abi::model::{
+    drm_cmd, DrmCloseArgs, DrmOpenRenderArgs, GetHsakmtModelFunctions, HsakmtModelFunctions, GET_HSAKMT_MODEL_FUNCTIONS,
+    HSAKMT_MODEL_INTERFACE_VERSION_MAJOR,
+};
 use hsakmt_core::{Backend, Errno, Kfd, SysTree};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
@@ -93,7 +96,13 @@ impl PluginKfd {
         // SAFETY: a 1.x table has at least create_memfd and handle_ioctl; handle_drm_call
         // exists from 1.1 on, so a 1.0 table is read without it.
         let table = unsafe {
-            let mut t = HsakmtModelFunctions { version_major: major, version_minor: minor, create_memfd: (*tp).create_memfd, handle_ioctl: (*tp).handle_ioctl, handle_drm_call: None };
+            let mut t = HsakmtModelFunctions {
+                version_major: major,
+                version_minor: minor,
+                create_memfd: (*tp).create_memfd,
+                handle_ioctl: (*tp).handle_ioctl,
+                handle_drm_call: None,
+            };
             if minor >= 1 {
                 t.handle_drm_call = (*tp).handle_drm_call;
             }
@@ -151,7 +160,9 @@ impl Kfd for PluginKfd {
         match self.drm(drm_cmd::OPEN_RENDER, (&mut args as *mut DrmOpenRenderArgs).cast()) {
             Some(r) => r.map(|()| fd),
             // A 1.0 model simulates no DRM: stand in with a duplicate of the model's fd.
-            None => self.memfd.try_clone().map(std::os::fd::IntoRawFd::into_raw_fd).map_err(|e| Errno(e.raw_os_error().unwrap_or(Errno::EIO))),
+            None => {
+                self.memfd.try_clone().map(std::os::fd::IntoRawFd::into_raw_fd).map_err(|e| Errno(e.raw_os_error().unwrap_or(Errno::EIO)))
+            }
         }
     }
 

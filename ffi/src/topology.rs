@@ -51,7 +51,11 @@ pub unsafe extern "C" fn hsaKmtGetNodeProperties(NodeId: HSAuint32, NodeProperti
 /// # Safety
 /// `MemoryProperties` must be NULL or valid for writes of `NumBanks` elements.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetNodeMemoryProperties(NodeId: HSAuint32, NumBanks: HSAuint32, MemoryProperties: *mut HsaMemoryProperties) -> HSAKMT_STATUS {
+pub unsafe extern "C" fn hsaKmtGetNodeMemoryProperties(
+    NodeId: HSAuint32,
+    NumBanks: HSAuint32,
+    MemoryProperties: *mut HsaMemoryProperties,
+) -> HSAKMT_STATUS {
     guard("hsaKmtGetNodeMemoryProperties", || {
         // SAFETY: the C caller's pointer contract.
         let dst = unsafe { out_slice(MemoryProperties, NumBanks as usize) }?;
@@ -62,7 +66,12 @@ pub unsafe extern "C" fn hsaKmtGetNodeMemoryProperties(NodeId: HSAuint32, NumBan
 /// # Safety
 /// `CacheProperties` must be NULL or valid for writes of `NumCaches` elements.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetNodeCacheProperties(NodeId: HSAuint32, ProcessorId: HSAuint32, NumCaches: HSAuint32, CacheProperties: *mut HsaCacheProperties) -> HSAKMT_STATUS {
+pub unsafe extern "C" fn hsaKmtGetNodeCacheProperties(
+    NodeId: HSAuint32,
+    ProcessorId: HSAuint32,
+    NumCaches: HSAuint32,
+    CacheProperties: *mut HsaCacheProperties,
+) -> HSAKMT_STATUS {
     guard("hsaKmtGetNodeCacheProperties", || {
         // SAFETY: the C caller's pointer contract.
         let dst = unsafe { out_slice(CacheProperties, NumCaches as usize) }?;
@@ -73,7 +82,11 @@ pub unsafe extern "C" fn hsaKmtGetNodeCacheProperties(NodeId: HSAuint32, Process
 /// # Safety
 /// `IoLinkProperties` must be NULL or valid for writes of `NumIoLinks` elements.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetNodeIoLinkProperties(NodeId: HSAuint32, NumIoLinks: HSAuint32, IoLinkProperties: *mut HsaIoLinkProperties) -> HSAKMT_STATUS {
+pub unsafe extern "C" fn hsaKmtGetNodeIoLinkProperties(
+    NodeId: HSAuint32,
+    NumIoLinks: HSAuint32,
+    IoLinkProperties: *mut HsaIoLinkProperties,
+) -> HSAKMT_STATUS {
     guard("hsaKmtGetNodeIoLinkProperties", || {
         // SAFETY: the C caller's pointer contract.
         let dst = unsafe { out_slice(IoLinkProperties, NumIoLinks as usize) }?;
@@ -94,4 +107,3 @@ pub unsafe extern "C" fn hsaKmtGetNodeWallclockFrequency(NodeId: HSAuint32, Freq
         Ok(())
     })
 }
-

@@ -633,7 +633,10 @@ fn environment_overrides() {
     let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210")]);
     assert!(o.status.success(), "{}", show(&o));
     assert_facts(&l, &[("node 2 ", "gfx 9.0.10"), ("node 2 ", "svm 1")], "mi210 plain");
-    let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210"), ("HSA_OVERRIDE_GFX_VERSION", "9.4.2"), ("HSA_OVERRIDE_GFX_VERSION_3", "9.0.8"), ("HSA_USE_SVM", "0")]);
+    let (o, l) = dump(
+        s,
+        &[("HSAKMT_MODEL", "mi210"), ("HSA_OVERRIDE_GFX_VERSION", "9.4.2"), ("HSA_OVERRIDE_GFX_VERSION_3", "9.0.8"), ("HSA_USE_SVM", "0")],
+    );
     assert!(o.status.success(), "{}", show(&o));
     assert_facts(
         &l,

@@ -118,7 +118,14 @@ pub fn open_render_node(minor: u32) -> Result<i32, Errno> {
 ///
 /// # Safety
 /// With `fixed_addr`, the caller owns that range and accepts it being replaced.
-pub unsafe fn mmap_fd(fd: rustix::fd::BorrowedFd<'_>, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
+pub unsafe fn mmap_fd(
+    fd: rustix::fd::BorrowedFd<'_>,
+    fixed_addr: Option<usize>,
+    len: usize,
+    prot: u32,
+    shared: bool,
+    offset: u64,
+) -> Result<usize, Errno> {
     use rustix::mm::{MapFlags, ProtFlags};
     let mut flags = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
     if fixed_addr.is_some() {

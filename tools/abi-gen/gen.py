@@ -464,5 +464,12 @@ def main():
         f.write("\n".join(t) + "\n")
 
 
+def rustfmt(paths):
+    """Format the generated files the way `cargo fmt` would (repo rustfmt.toml)."""
+    import subprocess
+    subprocess.run(["rustfmt", "--edition", "2021", *paths], check=True, cwd=ROOT)
+
+
 if __name__ == "__main__":
     main()
+    rustfmt([os.path.join(ROOT, p) for p in ("core/src/abi/gen_hsakmt.rs", "core/src/abi/gen_kfd.rs", "core/tests/gen/layout.rs")])

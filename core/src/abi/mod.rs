@@ -2,10 +2,10 @@
 //! constants (`hsakmt`), and the model plugin table (`model`). Layouts are checked row by
 //! row against the compiler-computed tables in `tests/data` by `tests/abi_tables.rs`.
 
-pub mod ioc;
+mod accessors;
 #[path = "gen_hsakmt.rs"]
 pub mod hsakmt;
+pub mod ioc;
 #[path = "gen_kfd.rs"]
 pub mod kfd;
 pub mod model;
-mod accessors;
