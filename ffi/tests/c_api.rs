@@ -441,7 +441,15 @@ fn exe(s: &Setup, name: &str) -> PathBuf {
 /// A command with no model/override variables inherited from the caller's environment.
 fn clean_cmd(exe: &Path) -> Command {
     let mut cmd = Command::new(exe);
-    for var in ["HSA_MODEL_TOPOLOGY", "HSA_MODEL_LIB", "HSAKMT_MODEL", "HSA_OVERRIDE_GFX_VERSION", "HSAKMT_DEBUG_LEVEL"] {
+    for var in [
+        "HSA_MODEL_TOPOLOGY",
+        "HSA_MODEL_LIB",
+        "HSAKMT_MODEL",
+        "HSAKMT_MODEL_KFD_VERSION",
+        "HSA_OVERRIDE_GFX_VERSION",
+        "HSA_USE_SVM",
+        "HSAKMT_DEBUG_LEVEL",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -646,4 +654,16 @@ fn environment_overrides() {
     let (o, l) = dump(s, &[("HSAKMT_MODEL", "mi210"), ("HSA_OVERRIDE_GFX_VERSION", "9.x")]);
     assert!(!o.status.success(), "{}", show(&o));
     assert!(l.iter().any(|x| x.starts_with("FAIL hsaKmtAcquireSystemProperties")), "{}", show(&o));
+}
+
+/// Runtime enable on a current KFD, and NOT_SUPPORTED (without an ioctl) when the model is
+/// configured as a KFD older than 1.13, where the ioctl does not exist.
+#[test]
+fn runtime_enable_rules_and_kfd_version_gate() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "runtime_rules");
+    let o = run(clean_cmd(&e).arg("0").env("HSAKMT_MODEL", "mi210"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("runtime_rules: OK"), "{}", show(&o));
+    let o = run(clean_cmd(&e).arg("11").env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_KFD_VERSION", "1.12"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("runtime_rules: OK"), "{}", show(&o));
 }
