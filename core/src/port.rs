@@ -50,6 +50,28 @@ pub trait Kfd: Send + Sync {
     /// The range must have come from `mmap` and nothing may use it afterwards.
     unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno>;
 
+    /// Map a buffer object for the CPU at the `offset` ALLOC_MEMORY_OF_GPU returned. The kernel
+    /// serves VRAM/GTT BOs through the GPU's DRM render node (`render_fd`); a model serves
+    /// them from its own file, which is what the default does.
+    ///
+    /// # Safety
+    /// As [`Kfd::mmap`].
+    unsafe fn mmap_bo(&self, render_fd: i32, fixed_addr: Option<usize>, len: usize, prot: u32, offset: u64) -> Result<usize, Errno> {
+        let _ = render_fd;
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.mmap(fixed_addr, len, prot, true, offset) }
+    }
+
+    /// Reserve `len` bytes of CPU address space with no access (PROT_NONE, MAP_NORESERVE),
+    /// at `addr_hint` if free: the SVM apertures whose addresses BOs later take.
+    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno>;
+
+    /// Give back (part of) a reservation, or a mapping placed over one.
+    ///
+    /// # Safety
+    /// Nothing may use the range afterwards.
+    unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno>;
+
     /// Open `/dev/dri/renderD<minor>` (or the model's stand-in); returns an owned fd.
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno>;
 

@@ -34,6 +34,12 @@ impl Kfd for FakeKfd {
     unsafe fn munmap(&self, _: usize, _: usize) -> Result<(), Errno> {
         Ok(())
     }
+    fn reserve_va(&self, _: usize, _: usize) -> Result<usize, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+    unsafe fn release_va(&self, _: usize, _: usize) -> Result<(), Errno> {
+        Ok(())
+    }
     fn open_render_node(&self, _: u32) -> Result<i32, Errno> {
         Err(Errno(Errno::ENOENT))
     }

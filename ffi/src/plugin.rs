@@ -154,6 +154,15 @@ impl Kfd for PluginKfd {
         unsafe { hsakmt_linux::munmap(addr, len) }
     }
 
+    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno> {
+        hsakmt_linux::reserve_va(addr_hint, len)
+    }
+
+    unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { hsakmt_linux::munmap(addr, len) }
+    }
+
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
         let mut fd: c_int = -1;
         let mut args = DrmOpenRenderArgs { minor: minor as c_int, fd_out: &mut fd };

@@ -144,6 +144,17 @@ pub unsafe fn munmap(addr: usize, len: usize) -> Result<(), Errno> {
     unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(errno)
 }
 
+/// Reserve CPU VA with no access: PROT_NONE, private, anonymous, MAP_NORESERVE.
+pub fn reserve_va(addr_hint: usize, len: usize) -> Result<usize, Errno> {
+    use rustix::mm::{MapFlags, ProtFlags};
+    // SAFETY: without MAP_FIXED the kernel never replaces an existing mapping; a hint is only
+    // a hint. The new range is inaccessible until a BO is mapped over it.
+    let p =
+        unsafe { rustix::mm::mmap_anonymous(addr_hint as *mut c_void, len, ProtFlags::empty(), MapFlags::PRIVATE | MapFlags::NORESERVE) }
+            .map_err(errno)?;
+    Ok(p as usize)
+}
+
 pub fn close_fd(fd: i32) {
     if fd >= 0 {
         // SAFETY: the fd came from `open_render_node` (`into_raw_fd`) and is closed once here.
@@ -175,6 +186,22 @@ impl Kfd for DevKfd {
 
     unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
         // SAFETY: forwarded under the same contract.
+        unsafe { munmap(addr, len) }
+    }
+
+    unsafe fn mmap_bo(&self, render_fd: i32, fixed_addr: Option<usize>, len: usize, prot: u32, offset: u64) -> Result<usize, Errno> {
+        // SAFETY: the fd is the caller's render node; the mapping contract is forwarded.
+        let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(render_fd) };
+        // SAFETY: forwarded under the same contract.
+        unsafe { mmap_fd(fd, fixed_addr, len, prot, true, offset) }
+    }
+
+    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno> {
+        reserve_va(addr_hint, len)
+    }
+
+    unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // SAFETY: the caller's contract.
         unsafe { munmap(addr, len) }
     }
 

@@ -185,6 +185,12 @@ impl Kfd for MemKfd {
         Ok(())
     }
 
+    fn reserve_va(&self, _: usize, _: usize) -> Result<usize, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+    unsafe fn release_va(&self, _: usize, _: usize) -> Result<(), Errno> {
+        Ok(())
+    }
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
         self.render_opens.fetch_add(1, Ordering::SeqCst);
         if let Some(&e) = self.render_errors.get(&minor) {
