@@ -84,6 +84,19 @@ impl Kfd for Model {
         unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))
     }
 
+    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno> {
+        use rustix::mm::{MapFlags, ProtFlags};
+        // SAFETY: no MAP_FIXED, so no existing mapping is replaced; the range is PROT_NONE.
+        let p = unsafe { rustix::mm::mmap_anonymous(addr_hint as *mut c_void, len, ProtFlags::empty(), MapFlags::PRIVATE | MapFlags::NORESERVE) }
+            .map_err(|e| Errno(e.raw_os_error()))?;
+        Ok(p as usize)
+    }
+
+    unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // SAFETY: the caller's contract (nothing uses the range any more).
+        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))
+    }
+
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
         guard(|| self.open_render(minor).map(|fd| fd.into_raw_fd()).map_err(Errno))
     }
