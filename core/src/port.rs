@@ -62,11 +62,16 @@ pub trait Kfd: Send + Sync {
         unsafe { self.mmap(fixed_addr, len, prot, true, offset) }
     }
 
-    /// Reserve `len` bytes of CPU address space with no access (PROT_NONE, MAP_NORESERVE),
-    /// at `addr_hint` if free: the SVM apertures whose addresses BOs later take.
-    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno>;
+    /// Map private anonymous memory: with `prot == 0` a reservation (PROT_NONE, MAP_NORESERVE)
+    /// for the SVM apertures whose addresses BOs later take; otherwise process memory, e.g.
+    /// paged host allocations registered as userptr. Without `fixed_addr` the kernel picks
+    /// (`hint` is only a hint).
+    ///
+    /// # Safety
+    /// With `fixed_addr`, the caller owns that range and accepts it being replaced.
+    unsafe fn map_anonymous(&self, fixed_addr: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, Errno>;
 
-    /// Give back (part of) a reservation, or a mapping placed over one.
+    /// Give back (part of) a reservation or of any mapping.
     ///
     /// # Safety
     /// Nothing may use the range afterwards.

@@ -34,7 +34,7 @@ impl Kfd for FakeKfd {
     unsafe fn munmap(&self, _: usize, _: usize) -> Result<(), Errno> {
         Ok(())
     }
-    fn reserve_va(&self, _: usize, _: usize) -> Result<usize, Errno> {
+    unsafe fn map_anonymous(&self, _: Option<usize>, _: usize, _: usize, _: u32) -> Result<usize, Errno> {
         Err(Errno(Errno::ENOSYS))
     }
     unsafe fn release_va(&self, _: usize, _: usize) -> Result<(), Errno> {

@@ -154,8 +154,9 @@ impl Kfd for PluginKfd {
         unsafe { hsakmt_linux::munmap(addr, len) }
     }
 
-    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno> {
-        hsakmt_linux::reserve_va(addr_hint, len)
+    unsafe fn map_anonymous(&self, fixed_addr: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { hsakmt_linux::map_anonymous(fixed_addr, hint, len, prot) }
     }
 
     unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno> {

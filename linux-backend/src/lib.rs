@@ -144,14 +144,23 @@ pub unsafe fn munmap(addr: usize, len: usize) -> Result<(), Errno> {
     unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(errno)
 }
 
-/// Reserve CPU VA with no access: PROT_NONE, private, anonymous, MAP_NORESERVE.
-pub fn reserve_va(addr_hint: usize, len: usize) -> Result<usize, Errno> {
+/// Private anonymous memory (the `Kfd::map_anonymous` contract): `prot == 0` reserves
+/// address space (PROT_NONE, MAP_NORESERVE).
+///
+/// # Safety
+/// With `fixed_addr`, the caller owns that range and accepts it being replaced.
+pub unsafe fn map_anonymous(fixed_addr: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, Errno> {
     use rustix::mm::{MapFlags, ProtFlags};
-    // SAFETY: without MAP_FIXED the kernel never replaces an existing mapping; a hint is only
-    // a hint. The new range is inaccessible until a BO is mapped over it.
-    let p =
-        unsafe { rustix::mm::mmap_anonymous(addr_hint as *mut c_void, len, ProtFlags::empty(), MapFlags::PRIVATE | MapFlags::NORESERVE) }
-            .map_err(errno)?;
+    let mut flags = MapFlags::PRIVATE;
+    if prot == 0 {
+        flags |= MapFlags::NORESERVE;
+    }
+    if fixed_addr.is_some() {
+        flags |= MapFlags::FIXED;
+    }
+    let addr = fixed_addr.unwrap_or(hint) as *mut c_void;
+    // SAFETY: without MAP_FIXED nothing existing is replaced; with it the caller owns the range.
+    let p = unsafe { rustix::mm::mmap_anonymous(addr, len, ProtFlags::from_bits_truncate(prot), flags) }.map_err(errno)?;
     Ok(p as usize)
 }
 
@@ -196,8 +205,9 @@ impl Kfd for DevKfd {
         unsafe { mmap_fd(fd, fixed_addr, len, prot, true, offset) }
     }
 
-    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno> {
-        reserve_va(addr_hint, len)
+    unsafe fn map_anonymous(&self, fixed_addr: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { map_anonymous(fixed_addr, hint, len, prot) }
     }
 
     unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno> {

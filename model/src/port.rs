@@ -84,11 +84,18 @@ impl Kfd for Model {
         unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))
     }
 
-    fn reserve_va(&self, addr_hint: usize, len: usize) -> Result<usize, Errno> {
+    unsafe fn map_anonymous(&self, fixed_addr: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, Errno> {
         use rustix::mm::{MapFlags, ProtFlags};
-        // SAFETY: no MAP_FIXED, so no existing mapping is replaced; the range is PROT_NONE.
-        let p = unsafe { rustix::mm::mmap_anonymous(addr_hint as *mut c_void, len, ProtFlags::empty(), MapFlags::PRIVATE | MapFlags::NORESERVE) }
-            .map_err(|e| Errno(e.raw_os_error()))?;
+        let mut flags = MapFlags::PRIVATE;
+        if prot == 0 {
+            flags |= MapFlags::NORESERVE;
+        }
+        if fixed_addr.is_some() {
+            flags |= MapFlags::FIXED;
+        }
+        let addr = fixed_addr.unwrap_or(hint) as *mut c_void;
+        // SAFETY: without MAP_FIXED nothing is replaced; with it the caller owns the range.
+        let p = unsafe { rustix::mm::mmap_anonymous(addr, len, ProtFlags::from_bits_truncate(prot), flags) }.map_err(|e| Errno(e.raw_os_error()))?;
         Ok(p as usize)
     }
 

@@ -185,7 +185,7 @@ impl Kfd for MemKfd {
         Ok(())
     }
 
-    fn reserve_va(&self, _: usize, _: usize) -> Result<usize, Errno> {
+    unsafe fn map_anonymous(&self, _: Option<usize>, _: usize, _: usize, _: u32) -> Result<usize, Errno> {
         Err(Errno(Errno::ENOSYS))
     }
     unsafe fn release_va(&self, _: usize, _: usize) -> Result<(), Errno> {
