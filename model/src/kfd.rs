@@ -12,6 +12,12 @@
 //! Ioctls the kernel has but this slice of the model does not implement answer ENOTTY without
 //! touching the argument (the thunk reads that as NOT_SUPPORTED). The deprecated debugger
 //! ioctls (0x0d..0x10) answer EPERM after the argument copy, as mainline does.
+//!
+//! ROCm's amdgpu-dkms kernel has a second table at nr 0x80..0x87 (IPC_IMPORT_HANDLE,
+//! IPC_EXPORT_HANDLE, ...) that mainline lacks; the model answers it when
+//! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
+//!
+//! The memory ioctls live in `mem.rs`.
 
 use crate::model::{current_pid, BoundVm, Model, Runtime};
 use crate::usercopy::{copy_from_user, copy_to_user};
@@ -37,6 +43,18 @@ enum Handler {
     AcquireVm,
     AvailableMemory,
     RuntimeEnable,
+    Alloc,
+    Free,
+    Map,
+    Unmap,
+    MemoryPolicy,
+    ScratchBacking,
+    TileConfig,
+    DmabufInfo,
+    ImportDmabuf,
+    ExportDmabuf,
+    IpcImport,
+    IpcExport,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// In the kernel's table, not modelled yet.
@@ -48,7 +66,7 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_GET_VERSION, Handler::GetVersion),
     (AMDKFD_IOC_CREATE_QUEUE, Handler::NotModelled),
     (AMDKFD_IOC_DESTROY_QUEUE, Handler::NotModelled),
-    (AMDKFD_IOC_SET_MEMORY_POLICY, Handler::NotModelled),
+    (AMDKFD_IOC_SET_MEMORY_POLICY, Handler::MemoryPolicy),
     (AMDKFD_IOC_GET_CLOCK_COUNTERS, Handler::ClockCounters),
     (AMDKFD_IOC_GET_PROCESS_APERTURES, Handler::Apertures),
     (AMDKFD_IOC_UPDATE_QUEUE, Handler::NotModelled),
@@ -61,29 +79,43 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, Handler::Deprecated),
     (AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, Handler::Deprecated),
     (AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, Handler::Deprecated),
-    (AMDKFD_IOC_SET_SCRATCH_BACKING_VA, Handler::NotModelled),
-    (AMDKFD_IOC_GET_TILE_CONFIG, Handler::NotModelled),
+    (AMDKFD_IOC_SET_SCRATCH_BACKING_VA, Handler::ScratchBacking),
+    (AMDKFD_IOC_GET_TILE_CONFIG, Handler::TileConfig),
     (AMDKFD_IOC_SET_TRAP_HANDLER, Handler::NotModelled),
     (AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, Handler::AperturesNew),
     (AMDKFD_IOC_ACQUIRE_VM, Handler::AcquireVm),
-    (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, Handler::NotModelled),
-    (AMDKFD_IOC_FREE_MEMORY_OF_GPU, Handler::NotModelled),
-    (AMDKFD_IOC_MAP_MEMORY_TO_GPU, Handler::NotModelled),
-    (AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, Handler::NotModelled),
+    (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, Handler::Alloc),
+    (AMDKFD_IOC_FREE_MEMORY_OF_GPU, Handler::Free),
+    (AMDKFD_IOC_MAP_MEMORY_TO_GPU, Handler::Map),
+    (AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, Handler::Unmap),
     (AMDKFD_IOC_SET_CU_MASK, Handler::NotModelled),
     (AMDKFD_IOC_GET_QUEUE_WAVE_STATE, Handler::NotModelled),
-    (AMDKFD_IOC_GET_DMABUF_INFO, Handler::NotModelled),
-    (AMDKFD_IOC_IMPORT_DMABUF, Handler::NotModelled),
+    (AMDKFD_IOC_GET_DMABUF_INFO, Handler::DmabufInfo),
+    (AMDKFD_IOC_IMPORT_DMABUF, Handler::ImportDmabuf),
     (AMDKFD_IOC_ALLOC_QUEUE_GWS, Handler::NotModelled),
     (AMDKFD_IOC_SMI_EVENTS, Handler::NotModelled),
     (AMDKFD_IOC_SVM, Handler::NotModelled),
     (AMDKFD_IOC_SET_XNACK_MODE, Handler::NotModelled),
     (AMDKFD_IOC_CRIU_OP, Handler::NotModelled),
     (AMDKFD_IOC_AVAILABLE_MEMORY, Handler::AvailableMemory),
-    (AMDKFD_IOC_EXPORT_DMABUF, Handler::NotModelled),
+    (AMDKFD_IOC_EXPORT_DMABUF, Handler::ExportDmabuf),
     (AMDKFD_IOC_RUNTIME_ENABLE, Handler::RuntimeEnable),
     (AMDKFD_IOC_DBG_TRAP, Handler::NotModelled),
     (AMDKFD_IOC_CREATE_PROCESS, Handler::NotModelled),
+];
+
+/// ROCm's amdgpu-dkms table (AMDKFD_COMMAND_START_2 = 0x80 .. AMDKFD_COMMAND_END_2 = 0x88),
+/// indexed by nr - 0x80. 0x82 is a hole in that table.
+const DKMS_START: u32 = 0x80;
+const DKMS_TABLE: &[(u32, Handler)] = &[
+    (AMDKFD_IOC_IPC_IMPORT_HANDLE, Handler::IpcImport),
+    (AMDKFD_IOC_IPC_EXPORT_HANDLE, Handler::IpcExport),
+    (0, Handler::NotModelled),
+    (AMDKFD_IOC_CROSS_MEMORY_COPY, Handler::NotModelled),
+    (AMDKFD_IOC_RLC_SPM, Handler::NotModelled),
+    (AMDKFD_IOC_PC_SAMPLE, Handler::NotModelled),
+    (AMDKFD_IOC_PROFILER, Handler::NotModelled),
+    (AMDKFD_IOC_AIS_OP, Handler::NotModelled),
 ];
 
 /// One past the last ioctl nr a KFD of this interface version has (`AMDKFD_CORE_IOCTL_COUNT`).
@@ -141,14 +173,14 @@ fn boottime_ns() -> u64 {
 }
 
 /// Largest kcalloc the kernel can satisfy (KMALLOC_MAX_SIZE on x86-64, 4 MiB).
-const KMALLOC_MAX: u64 = 4 << 20;
+pub(crate) const KMALLOC_MAX: u64 = 4 << 20;
 
 /// Read the kernel struct `T` from the front of the kernel buffer.
-fn get<T: FromBytes>(buf: &[u8]) -> T {
+pub(crate) fn get<T: FromBytes>(buf: &[u8]) -> T {
     T::read_from_prefix(buf).map(|(t, _)| t).unwrap_or_else(|_| T::new_zeroed())
 }
 
-fn put<T: IntoBytes + zerocopy::Immutable>(buf: &mut [u8], v: &T) {
+pub(crate) fn put<T: IntoBytes + zerocopy::Immutable>(buf: &mut [u8], v: &T) {
     let b = v.as_bytes();
     buf[..b.len()].copy_from_slice(b);
 }
@@ -157,10 +189,14 @@ impl Model {
     /// One KFD ioctl, as `ioctl(kfd_fd, request, arg)` would run it; `Err` carries the errno.
     pub(crate) fn ioctl_arg(&self, request: u32, mut arg: Arg<'_>) -> Result<(), i32> {
         let nr = ioc::nr(request);
-        if nr < 1 || nr >= ioctl_count(self.config.kfd_version) {
-            return Err(ENOTTY);
-        }
-        let Some(&(kcmd, handler)) = TABLE.get(nr as usize - 1) else {
+        let entry = if (1..ioctl_count(self.config.kfd_version)).contains(&nr) {
+            TABLE.get(nr as usize - 1)
+        } else if self.config.dkms_ioctls && nr >= DKMS_START {
+            DKMS_TABLE.get((nr - DKMS_START) as usize)
+        } else {
+            None
+        };
+        let Some(&(kcmd, handler)) = entry else {
             return Err(ENOTTY);
         };
         if self.lock().pid != current_pid() {
@@ -244,13 +280,19 @@ impl Model {
                 let a: kfd_ioctl_acquire_vm_args = get(buf);
                 self.acquire_vm(a.drm_fd as i32, a.gpu_id)
             }
-            Handler::AvailableMemory => {
-                let mut a: kfd_ioctl_get_available_memory_args = get(buf);
-                let i = self.gpu_index(a.gpu_id).ok_or(EINVAL)?;
-                a.available = available_memory(self.gpus[i].vram_bytes, 0);
-                put(buf, &a);
-                Ok(())
-            }
+            Handler::AvailableMemory => self.ioctl_available(buf),
+            Handler::Alloc => self.ioctl_alloc(buf),
+            Handler::Free => self.ioctl_free(buf),
+            Handler::Map => self.ioctl_map(buf),
+            Handler::Unmap => self.ioctl_unmap(buf),
+            Handler::MemoryPolicy => self.ioctl_memory_policy(buf),
+            Handler::ScratchBacking => self.ioctl_scratch_backing(buf),
+            Handler::TileConfig => self.ioctl_tile_config(buf),
+            Handler::DmabufInfo => self.ioctl_dmabuf_info(buf),
+            Handler::ImportDmabuf => self.ioctl_import_dmabuf(buf),
+            Handler::ExportDmabuf => self.ioctl_export_dmabuf(buf),
+            Handler::IpcImport => self.ioctl_ipc_import(buf),
+            Handler::IpcExport => self.ioctl_ipc_export(buf),
             Handler::RuntimeEnable => {
                 let a: kfd_ioctl_runtime_enable_args = get(buf);
                 let mut st = self.lock();
@@ -320,11 +362,16 @@ fn entry(g: &crate::topology::GpuNode) -> kfd_process_device_apertures {
     }
 }
 
-/// amdgpu_amdkfd_get_available_memory: VRAM less what is used and the page-table reserve,
-/// aligned down to 2 MiB.
-pub fn available_memory(vram: u64, used: u64) -> u64 {
-    let reserved_for_pt = (vram >> 14).max(8 << 20);
-    vram.saturating_sub(used).saturating_sub(reserved_for_pt) & !((2u64 << 20) - 1)
+/// amdgpu_amdkfd_get_available_memory of a dGPU with `vram` bytes when the devices of the
+/// system have `total_vram` together and `used_aligned` is allocated (each VRAM BO counted
+/// rounded up to 2 MiB): VRAM less the used part and the page-table reserve
+/// (max(total_vram >> 14, 8 MiB)), aligned down to 2 MiB.
+pub fn available_memory(vram: u64, used_aligned: u64, total_vram: u64) -> u64 {
+    available_memory_with(vram, used_aligned, crate::devmem::reserved_for_pt(total_vram))
+}
+
+pub(crate) fn available_memory_with(vram: u64, used_aligned: u64, reserved_for_pt: u64) -> u64 {
+    vram.saturating_sub(used_aligned).saturating_sub(reserved_for_pt) & !(crate::devmem::VRAM_AVAIL_ALIGN - 1)
 }
 
 #[cfg(test)]
@@ -343,9 +390,19 @@ mod tests {
     const DEFAULT: (u32, u32) = crate::model::DEFAULT_KFD_VERSION;
 
     #[test]
+    fn dkms_table_is_indexed_by_nr() {
+        for (i, (cmd, _)) in DKMS_TABLE.iter().enumerate() {
+            if *cmd != 0 {
+                assert_eq!(ioc::nr(*cmd), DKMS_START + i as u32, "{cmd:#x}");
+            }
+        }
+    }
+
+    #[test]
     fn available_memory_is_2mib_aligned() {
-        assert_eq!(available_memory(0, 0), 0);
-        assert_eq!(available_memory(1 << 30, 0) % (2 << 20), 0);
-        assert!(available_memory(1 << 30, 1 << 29) < 1 << 29);
+        assert_eq!(available_memory(0, 0, 0), 0);
+        assert_eq!(available_memory(1 << 30, 0, 1 << 30) % (2 << 20), 0);
+        assert!(available_memory(1 << 30, 1 << 29, 1 << 30) < 1 << 29);
+        assert_eq!(available_memory(1 << 40, 0, 8 << 40), (1 << 40) - (512 << 20));
     }
 }

@@ -3,21 +3,31 @@
 //! - [`Model`]: a KFD answering ioctls in process ([`Model::handle_ioctl`]) and through the
 //!   `hsakmt_core::Kfd` port, over a topology from the built-in [`catalogue`] or a sysfs-layout
 //!   directory (`HSA_MODEL_TOPOLOGY`).
+//! - Memory: BOs are real memory in the model's memfd (mmap-able at their `mmap_offset`), each
+//!   GPU has a page table that MAP/UNMAP change, and [`Model::gpu_read`] / [`Model::gpu_write`]
+//!   / atomics reach memory by GPU virtual address with faults instead of crashes. IPC handles
+//!   and dmabufs work across `fork` (design notes in `devmem.rs`).
 //! - The crate also builds as a plugin .so exporting `get_hsakmt_model_functions`
 //!   (upstream's hsakmtmodeliface.h 1.1), see [`plugin`].
 
 pub mod catalogue;
+mod devmem;
 mod drm;
+mod gpu;
 mod kfd;
+mod mem;
 mod model;
 pub mod plugin;
 mod port;
+mod rangealloc;
 pub mod topology;
 mod usercopy;
+mod userptr;
 pub mod vfs;
 
 pub use catalogue::catalogue_names;
 pub use drm::{marketing_name, DRM_VERSION};
+pub use gpu::{AtomicOp, GpuFault, GpuFaultKind};
 pub use kfd::{available_memory, ioctl_count};
 pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, DEFAULT_KFD_VERSION};
 pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};

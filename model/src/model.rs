@@ -1,13 +1,15 @@
 //! The model instance: configuration, the topology it serves, and the per-process KFD state.
 
 use crate::catalogue;
-use crate::topology::{check_and_list_gpus, GpuNode};
+use crate::devmem::{DeviceMemory, MAX_GPUS};
+use crate::mem::MemState;
+use crate::topology::{check_and_list_gpus, system_memory_bytes, GpuNode};
 use crate::vfs::Tree;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Default KFD interface version the model reports (mainline 1.22).
 pub const DEFAULT_KFD_VERSION: (u32, u32) = (1, 22);
@@ -33,6 +35,10 @@ pub struct ModelConfig {
     pub kfd_version: (u32, u32),
     /// GPU clock-counter frequency, Hz (GET_CLOCK_COUNTERS).
     pub gpu_counter_hz: u64,
+    /// Also answer the ioctls only ROCm's amdgpu-dkms kernel has (0x80..: IPC_IMPORT_HANDLE,
+    /// IPC_EXPORT_HANDLE); mainline answers them ENOTTY. Default true
+    /// (`HSAKMT_MODEL_DKMS=0` turns them off).
+    pub dkms_ioctls: bool,
 }
 
 impl Default for ModelConfig {
@@ -47,6 +53,7 @@ impl ModelConfig {
             topology: TopologySource::Catalogue(name.to_string()),
             kfd_version: DEFAULT_KFD_VERSION,
             gpu_counter_hz: catalogue::GPU_COUNTER_HZ,
+            dkms_ioctls: true,
         }
     }
 
@@ -59,12 +66,19 @@ impl ModelConfig {
         self
     }
 
+    /// With or without ROCm's amdgpu-dkms-only ioctls (IPC handles).
+    pub fn with_dkms_ioctls(mut self, on: bool) -> ModelConfig {
+        self.dkms_ioctls = on;
+        self
+    }
+
     /// The configuration the environment asks for:
     /// - `HSA_MODEL_TOPOLOGY=<dir>` (upstream's variable; wins when set and non-empty): a sysfs
     ///   topology directory;
     /// - else `HSAKMT_MODEL=<name>`: a catalogue entry (empty value: the default entry);
     /// - else the default catalogue entry;
-    /// - `HSAKMT_MODEL_KFD_VERSION=MAJOR.MINOR` (default 1.22).
+    /// - `HSAKMT_MODEL_KFD_VERSION=MAJOR.MINOR` (default 1.22);
+    /// - `HSAKMT_MODEL_DKMS=0` answers ROCm-only ioctls (IPC handles) ENOTTY, as mainline.
     pub fn from_env() -> Result<ModelConfig, ModelError> {
         let mut cfg = match std::env::var_os("HSA_MODEL_TOPOLOGY").filter(|v| !v.is_empty()) {
             Some(dir) => ModelConfig::directory(PathBuf::from(dir)),
@@ -75,6 +89,9 @@ impl ModelConfig {
         };
         if let Ok(v) = std::env::var("HSAKMT_MODEL_KFD_VERSION") {
             cfg.kfd_version = parse_version(&v).ok_or(ModelError::BadKfdVersion(v))?;
+        }
+        if let Ok(v) = std::env::var("HSAKMT_MODEL_DKMS") {
+            cfg.dkms_ioctls = v.trim() != "0";
         }
         Ok(cfg)
     }
@@ -144,21 +161,21 @@ pub(crate) struct Process {
     pub vms: Vec<Option<BoundVm>>,
     /// Render-node stand-ins this model issued: file identity → minor.
     pub renders: HashMap<FileKey, u32>,
-    /// The memfd standing in for /dev/kfd (created on first use).
-    pub memfd: Option<OwnedFd>,
+    /// Buffer objects, GPU page tables, the arena of the memfd.
+    pub mem: MemState,
     /// amdgpu device handles (DEVICE_INITIALIZE): token → (held render file, minor).
     pub devices: HashMap<usize, (OwnedFd, u32)>,
     pub next_device: usize,
 }
 
 impl Process {
-    fn new(n_gpus: usize) -> Process {
+    pub(crate) fn new(n_gpus: usize) -> Process {
         Process {
             pid: rustix::process::getpid().as_raw_nonzero().get() as u32,
             runtime: Runtime::Disabled,
             vms: (0..n_gpus).map(|_| None).collect(),
             renders: HashMap::new(),
-            memfd: None,
+            mem: MemState::new(n_gpus),
             devices: HashMap::new(),
             next_device: 0,
         }
@@ -171,12 +188,41 @@ pub struct Model {
     pub(crate) tree: Tree,
     pub(crate) gpus: Vec<GpuNode>,
     pub(crate) state: Mutex<Process>,
+    /// The device memfd and the control block shared with forked children (see `devmem.rs`),
+    /// created on first use.
+    pub(crate) dev: OnceLock<DeviceMemory>,
+    /// System memory of the topology's CPU nodes (the host's when the topology has none).
+    pub(crate) system_bytes: u64,
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        // The process that opened the model gives everything back (kfd_process release); a
+        // forked child's copy of the parent's state is not the child's to release.
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if st.pid == current_pid() {
+            let mut st = std::mem::replace(st, Process::new(0));
+            self.release_locked(&mut st);
+        }
+    }
 }
 
 impl fmt::Debug for Model {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Model").field("config", &self.config).field("gpus", &self.gpus).finish_non_exhaustive()
     }
+}
+
+/// Total RAM of the host (sysinfo), for topologies without CPU memory banks.
+fn host_memory_bytes() -> u64 {
+    // SAFETY: sysinfo fills the zeroed struct we pass.
+    unsafe {
+        let mut si: libc::sysinfo = std::mem::zeroed();
+        if libc::sysinfo(&mut si) == 0 {
+            return (si.totalram as u64).saturating_mul(u64::from(si.mem_unit.max(1)));
+        }
+    }
+    16 << 30
 }
 
 pub(crate) fn current_pid() -> u32 {
@@ -206,9 +252,17 @@ impl Model {
             }
             TopologySource::Tree(t) => (t.clone(), "topology tree".to_string()),
         };
-        let gpus = check_and_list_gpus(&tree, config.gpu_counter_hz).map_err(|reason| ModelError::Topology { source, reason })?;
+        let gpus =
+            check_and_list_gpus(&tree, config.gpu_counter_hz).map_err(|reason| ModelError::Topology { source: source.clone(), reason })?;
+        if gpus.len() > MAX_GPUS {
+            return Err(ModelError::Topology { source, reason: format!("{} GPUs: the model handles at most {MAX_GPUS}", gpus.len()) });
+        }
         let n = gpus.len();
-        Ok(Model { config, tree, gpus, state: Mutex::new(Process::new(n)) })
+        let system_bytes = match system_memory_bytes(&tree) {
+            0 => host_memory_bytes(),
+            b => b,
+        };
+        Ok(Model { config, tree, gpus, state: Mutex::new(Process::new(n)), dev: OnceLock::new(), system_bytes })
     }
 
     /// The model the environment describes (see [`ModelConfig::from_env`]).
@@ -248,24 +302,18 @@ impl Model {
     }
 
     /// The fd standing in for /dev/kfd (plugin `create_memfd`): a new descriptor of the model's
-    /// memfd, which the caller owns. Like opening /dev/kfd, the first call in a new process (a
-    /// forked child) starts a fresh KFD process: state reset and a new memfd.
+    /// device memfd, which the caller owns; BOs live in it at their `mmap_offset`. Like opening
+    /// /dev/kfd, the first call in a new process (a forked child) starts a fresh KFD process
+    /// (state reset); the memfd itself is the device's and stays the same.
     pub fn create_memfd(&self) -> Result<OwnedFd, i32> {
         let mut st = self.lock();
         let pid = current_pid();
         if st.pid != pid {
             *st = Process::new(self.gpus.len());
         }
-        let fd = Self::memfd_locked(&mut st)?;
+        drop(st);
+        let fd = self.devmem()?.fd();
         rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())
-    }
-
-    pub(crate) fn memfd_locked(st: &mut Process) -> Result<BorrowedFd<'_>, i32> {
-        if st.memfd.is_none() {
-            let fd = rustix::fs::memfd_create("hsakmt-model-kfd", rustix::fs::MemfdFlags::CLOEXEC).map_err(|e| e.raw_os_error())?;
-            st.memfd = Some(fd);
-        }
-        Ok(st.memfd.as_ref().map(|f| f.as_fd()).expect("memfd created above"))
     }
 
     /// Open a stand-in for `/dev/dri/renderD<minor>`: a fresh memfd (its own file, so the model

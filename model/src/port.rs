@@ -60,20 +60,16 @@ impl Kfd for Model {
 
     unsafe fn mmap(&self, fixed_addr: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, Errno> {
         use rustix::mm::{MapFlags, ProtFlags};
-        let mut st = self.lock();
-        let fd = Model::memfd_locked(&mut st).map_err(Errno)?;
-        let size = rustix::fs::fstat(fd).map_err(|e| Errno(e.raw_os_error()))?.st_size as u64;
-        // Only ranges an ioctl placed in the memfd can be mapped (touching a page past its end
-        // would raise SIGBUS).
-        if len == 0 || offset.checked_add(len as u64).is_none_or(|end| end > size) {
-            return Err(Errno(Errno::EINVAL));
-        }
+        // Only ranges of this process's BOs (and doorbell / MMIO pages) can be mapped, as the
+        // kernel's mmap only finds the caller's own objects.
+        let fd = self.check_mmap(offset, len).map_err(Errno)?;
         let mut flags = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
         if fixed_addr.is_some() {
             flags |= MapFlags::FIXED;
         }
         let addr = fixed_addr.unwrap_or(0) as *mut c_void;
-        // SAFETY: the caller's contract covers `fixed_addr`; the range lies inside the memfd.
+        // SAFETY: the caller's contract covers `fixed_addr`; the range lies inside the memfd,
+        // which is never truncated.
         let p = unsafe { rustix::mm::mmap(addr, len, ProtFlags::from_bits_truncate(prot), flags, fd, offset) }
             .map_err(|e| Errno(e.raw_os_error()))?;
         Ok(p as usize)
@@ -95,7 +91,8 @@ impl Kfd for Model {
         }
         let addr = fixed_addr.unwrap_or(hint) as *mut c_void;
         // SAFETY: without MAP_FIXED nothing is replaced; with it the caller owns the range.
-        let p = unsafe { rustix::mm::mmap_anonymous(addr, len, ProtFlags::from_bits_truncate(prot), flags) }.map_err(|e| Errno(e.raw_os_error()))?;
+        let p = unsafe { rustix::mm::mmap_anonymous(addr, len, ProtFlags::from_bits_truncate(prot), flags) }
+            .map_err(|e| Errno(e.raw_os_error()))?;
         Ok(p as usize)
     }
 

@@ -96,6 +96,9 @@ pub struct GpuNode {
     pub device_id: u32,
     /// Local memory (sum of the FB_PUBLIC/FB_PRIVATE banks), bytes.
     pub vram_bytes: u64,
+    /// The FB_PRIVATE part (not CPU-visible). A GPU whose VRAM is all public has a large BAR
+    /// (`kfd_dev_is_large_bar`).
+    pub vram_private_bytes: u64,
     /// Frequency of the GPU clock counter (GET_CLOCK_COUNTERS), Hz.
     pub counter_hz: u64,
     pub family: ApertureFamily,
@@ -105,6 +108,52 @@ impl GpuNode {
     pub fn apertures(&self) -> Apertures {
         self.family.apertures(self.family.gpuvm_size())
     }
+
+    /// `kfd_dev_is_large_bar`: all VRAM is CPU-visible (no FB_PRIVATE bank, some FB_PUBLIC).
+    pub fn large_bar(&self) -> bool {
+        self.vram_private_bytes == 0 && self.vram_bytes > 0
+    }
+
+    /// Bytes of GPU virtual address space of the process VM (`max_pfn << 12`): 40-bit on
+    /// gfx7/gfx8, 48-bit on gfx9 to gfx12.0, 57-bit from GC 12.1. A mapping must end below it.
+    pub fn vm_size(&self) -> u64 {
+        match self.family {
+            ApertureFamily::Vi => 1 << 40,
+            ApertureFamily::V9 => 1 << 48,
+            ApertureFamily::V12 => 1 << 57,
+        }
+    }
+
+    /// `kfd_doorbell_process_slice`: 1024 queue doorbells per process, 8 bytes each on SOC15
+    /// (gfx9+), 4 bytes before, rounded up to a page.
+    pub fn doorbell_slice_bytes(&self) -> u64 {
+        match self.family {
+            ApertureFamily::Vi => 4096,
+            _ => 8192,
+        }
+    }
+}
+
+/// System memory of the topology: the sum of the CPU nodes' memory banks (0 if none).
+pub fn system_memory_bytes(tree: &Tree) -> u64 {
+    let n = tree.count_numbered("nodes").unwrap_or(0);
+    let mut total = 0u64;
+    for node in 0..n {
+        let base = format!("nodes/{node}");
+        let gpu = tree.read_str(&format!("{base}/gpu_id")).and_then(|s| s.trim().parse::<u32>().ok()).unwrap_or(0);
+        if gpu != 0 {
+            continue;
+        }
+        for b in 0..tree.count_numbered(&format!("{base}/mem_banks")).unwrap_or(0) {
+            if let Some(bank) = tree.read_str(&format!("{base}/mem_banks/{b}/properties")) {
+                let bank = parse_properties(&bank);
+                if prop(&bank, "heap_type") == Some(0) {
+                    total = total.saturating_add(prop(&bank, "size_in_bytes").unwrap_or(0));
+                }
+            }
+        }
+    }
+    total
 }
 
 /// gfx version of pre-gfx_target_version kernels, by PCI device id (the parts the catalogue and
@@ -167,13 +216,20 @@ pub fn check_and_list_gpus(tree: &Tree, counter_hz: u64) -> Result<Vec<GpuNode>,
             if gfx != 0 { ((gfx / 10000) % 100, (gfx / 100) % 100, gfx % 100) } else { gfx_from_device_id(device_id).unwrap_or((9, 0, 0)) };
         let banks = tree.count_numbered(&format!("{base}/mem_banks")).unwrap_or(0);
         let mut vram_bytes = 0u64;
+        let mut vram_private_bytes = 0u64;
         for b in 0..banks {
             let Some(bank) = tree.read_str(&format!("{base}/mem_banks/{b}/properties")) else {
                 return Err(format!("{base}/mem_banks/{b}/properties missing"));
             };
             let bank = parse_properties(&bank);
-            if matches!(prop(&bank, "heap_type"), Some(1 | 2)) {
-                vram_bytes = vram_bytes.saturating_add(prop(&bank, "size_in_bytes").unwrap_or(0));
+            let size = prop(&bank, "size_in_bytes").unwrap_or(0);
+            match prop(&bank, "heap_type") {
+                Some(1) => vram_bytes = vram_bytes.saturating_add(size),
+                Some(2) => {
+                    vram_bytes = vram_bytes.saturating_add(size);
+                    vram_private_bytes = vram_private_bytes.saturating_add(size);
+                }
+                _ => {}
             }
         }
         gpus.push(GpuNode {
@@ -183,6 +239,7 @@ pub fn check_and_list_gpus(tree: &Tree, counter_hz: u64) -> Result<Vec<GpuNode>,
             gfx_version,
             device_id,
             vram_bytes,
+            vram_private_bytes,
             counter_hz,
             family: family_of(gfx_version),
         });

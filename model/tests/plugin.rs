@@ -60,10 +60,14 @@ fn plugin_environment_and_fork() {
     assert_eq!(std::mem::offset_of!(HsakmtModelFunctions, handle_drm_call), 24);
 
     // --- from_env rules (sequential: this test owns the environment)
-    for k in ["HSA_MODEL_TOPOLOGY", "HSAKMT_MODEL", "HSAKMT_MODEL_KFD_VERSION"] {
+    for k in ["HSA_MODEL_TOPOLOGY", "HSAKMT_MODEL", "HSAKMT_MODEL_KFD_VERSION", "HSAKMT_MODEL_DKMS"] {
         std::env::remove_var(k);
     }
     assert_eq!(ModelConfig::from_env().unwrap(), ModelConfig::catalogue("mi300x"));
+    assert!(ModelConfig::from_env().unwrap().dkms_ioctls, "ROCm's ioctls by default");
+    std::env::set_var("HSAKMT_MODEL_DKMS", "0");
+    assert_eq!(ModelConfig::from_env().unwrap(), ModelConfig::catalogue("mi300x").with_dkms_ioctls(false));
+    std::env::remove_var("HSAKMT_MODEL_DKMS");
     std::env::set_var("HSAKMT_MODEL", "");
     assert_eq!(ModelConfig::from_env().unwrap(), ModelConfig::catalogue("mi300x"));
     std::env::set_var("HSAKMT_MODEL", "mi210");
