@@ -4,6 +4,7 @@
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
+use crate::memory::{Memory, MemoryConfig};
 use crate::port::{ioctl_typed, Backend, Kfd};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::{self, Topology, TopologyConfig, TopologyError};
@@ -20,6 +21,7 @@ pub const RUNTIME_ENABLE_MIN_MINOR: u32 = 13;
 #[derive(Clone, Debug, Default)]
 pub struct OpenConfig {
     pub topology: TopologyConfig,
+    pub memory: MemoryConfig,
 }
 
 /// Why an open failed, with something a person can act on.
@@ -49,6 +51,8 @@ struct Acquired {
     topology: Topology,
     /// Indexed like `topology.nodes`.
     apertures: Vec<Apertures>,
+    /// The FMM: SVM apertures, VA allocators and every buffer object of the process.
+    memory: Memory,
 }
 
 /// One open KFD.
@@ -121,18 +125,21 @@ impl Context {
                 n.props.WallClockKHz = khz;
             }
         }
-        let apertures = self.init_gpu_vms(&topology)?;
+        let (apertures, raw) = self.init_gpu_vms(&topology)?;
+        let memory = Memory::init(&*self.kfd, &topology, &raw, &self.render_fds, self.cfg.memory)
+            .map_err(|s| TopologyError::new(s, "memory manager (FMM) initialisation failed", ""))?;
         let system = topology.system;
-        self.acquired = Some(Acquired { topology, apertures });
+        self.acquired = Some(Acquired { topology, apertures, memory });
         Ok(system)
     }
 
     /// GET_PROCESS_APERTURES_NEW for every GPU, then ACQUIRE_VM on each GPU's render node.
-    fn init_gpu_vms(&mut self, topo: &Topology) -> Result<Vec<Apertures>, TopologyError> {
+    #[allow(clippy::type_complexity)]
+    fn init_gpu_vms(&mut self, topo: &Topology) -> Result<(Vec<Apertures>, Vec<kfd_process_device_apertures>), TopologyError> {
         let mut apertures = alloc::vec![Apertures::default(); topo.nodes.len()];
         let gpus = topo.nodes.iter().filter(|n| n.gpu_id != 0).count();
         if gpus == 0 {
-            return Ok(apertures);
+            return Ok((apertures, Vec::new()));
         }
         let fail = |status, reason| TopologyError::new(status, reason, "");
         let mut raw: Vec<kfd_process_device_apertures> = (0..gpus).map(|_| zeroed()).collect();
@@ -158,7 +165,8 @@ impl Context {
             vm.gpu_id = n.gpu_id;
             ioctl_typed(&*self.kfd, AMDKFD_IOC_ACQUIRE_VM, &mut vm).map_err(|_| fail(Status::ERROR, "AMDKFD_IOC_ACQUIRE_VM failed"))?;
         }
-        Ok(apertures)
+        raw.truncate(args.num_of_nodes as usize);
+        Ok((apertures, raw))
     }
 
     /// The cached render-node fd of `minor`, opened on first use.
@@ -174,7 +182,9 @@ impl Context {
     /// Drop the snapshot and what was derived from it. Always succeeds (upstream). The VMs
     /// stay bound to their render fds, which live as long as the context.
     pub fn release_system_properties(&mut self) {
-        self.acquired = None;
+        if let Some(mut a) = self.acquired.take() {
+            a.memory.teardown(&*self.kfd);
+        }
     }
 
     fn acquired(&self) -> KmtResult<&Acquired> {
@@ -182,6 +192,10 @@ impl Context {
     }
 
     /// The node, or INVALID_NODE_UNIT (also before AcquireSystemProperties, as upstream).
+    fn svm_heap(&self) -> Option<(u64, u64)> {
+        self.acquired.as_ref()?.memory.svm_heap().map(|a| (a.base, a.limit))
+    }
+
     fn node(&self, id: u32) -> KmtResult<(&topology::Node, Apertures)> {
         let a = self.acquired()?;
         let i = id as usize;
@@ -193,7 +207,7 @@ impl Context {
 
     /// Thunk-added memory heaps of a GPU node (upstream appends LDS, SCRATCH and DEVICE_SVM
     /// after the sysfs banks; they describe apertures, not memory).
-    fn thunk_heaps(node: &topology::Node, ap: Apertures) -> heapless::Vec<HsaMemoryProperties, 3> {
+    fn thunk_heaps(node: &topology::Node, ap: Apertures, svm: Option<(u64, u64)>) -> heapless::Vec<HsaMemoryProperties, 3> {
         let mut v = heapless::Vec::new();
         if node.gpu_id == 0 {
             return v;
@@ -208,14 +222,16 @@ impl Context {
         let span = |(b, l): (u64, u64)| if l > b { l - b + 1 } else { 0 };
         heap(HSA_HEAPTYPE_GPU_LDS, ap.lds.0, u64::from(node.props.LDSSizeInKB) * 1024);
         heap(HSA_HEAPTYPE_GPU_SCRATCH, ap.scratch.0, span(ap.scratch));
-        heap(HSA_HEAPTYPE_DEVICE_SVM, ap.gpuvm.0, span(ap.gpuvm));
+        // DEVICE_SVM: the SVM aperture the FMM set up (the GPUVM range if it has none).
+        let svm = svm.unwrap_or(ap.gpuvm);
+        heap(HSA_HEAPTYPE_DEVICE_SVM, svm.0, span(svm));
         v
     }
 
     pub fn node_properties(&self, id: u32) -> KmtResult<HsaNodeProperties> {
         let (n, ap) = self.node(id)?;
         let mut p = n.props;
-        p.NumMemoryBanks = (n.mem_banks.len() + Self::thunk_heaps(n, ap).len()) as u32;
+        p.NumMemoryBanks = (n.mem_banks.len() + Self::thunk_heaps(n, ap, self.svm_heap()).len()) as u32;
         Ok(p)
     }
 
@@ -223,7 +239,7 @@ impl Context {
     /// count larger or smaller than the node's is not an error.
     pub fn node_memory_properties(&self, id: u32, out: &mut [HsaMemoryProperties]) -> KmtResult<()> {
         let (n, ap) = self.node(id)?;
-        let heaps = Self::thunk_heaps(n, ap);
+        let heaps = Self::thunk_heaps(n, ap, self.svm_heap());
         for (dst, src) in out.iter_mut().zip(n.mem_banks.iter().chain(heaps.iter())) {
             *dst = *src;
         }
@@ -316,6 +332,142 @@ impl Context {
     /// The capabilities the last successful RuntimeEnable reported (0 before one).
     pub fn runtime_capabilities(&self) -> u32 {
         self.runtime_caps
+    }
+
+    // ---- Memory (upstream memory.c): every call needs the snapshot (INVALID_NODE_UNIT
+    // before AcquireSystemProperties, as upstream's node validation answers).
+
+    fn mem(&mut self) -> KmtResult<(&dyn Kfd, &Topology, &mut Memory)> {
+        let a = self.acquired.as_mut().ok_or(Status::INVALID_NODE_UNIT)?;
+        Ok((&*self.kfd, &a.topology, &mut a.memory))
+    }
+
+    /// hsaKmtAllocMemoryAlign / AllocMemory / AllocMemoryHostGtt (`gtt_anchor`). `fixed` is
+    /// the caller's `*MemoryAddress`, used with `FixedAddress`.
+    pub fn alloc_memory(
+        &mut self,
+        node: u32,
+        gtt_anchor: Option<u32>,
+        size: u64,
+        align: u64,
+        flags: HsaMemFlags,
+        fixed: Option<u64>,
+    ) -> KmtResult<u64> {
+        if flags.bf_Contiguous() != 0 && !self.minor_at_least(16) {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let (kfd, topo, mem) = self.mem()?;
+        if node as usize >= topo.nodes.len() || gtt_anchor.is_some_and(|a| a as usize >= topo.nodes.len()) {
+            return Err(Status::INVALID_NODE_UNIT);
+        }
+        mem.alloc(kfd, topo, node, gtt_anchor, size, align, flags, fixed)
+    }
+
+    pub fn free_memory(&mut self, addr: u64) -> KmtResult<()> {
+        if addr == 0 {
+            return Err(Status::ERROR);
+        }
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.free(kfd, addr)
+    }
+
+    /// AVAILABLE_MEMORY (KFD 1.9+); a CPU node is refused by the KFD (ERROR).
+    pub fn available_memory(&self, node: u32) -> KmtResult<u64> {
+        if !self.minor_at_least(9) {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let (n, _) = self.node(node)?;
+        let mut a: kfd_ioctl_get_available_memory_args = zeroed();
+        a.gpu_id = n.gpu_id;
+        ioctl_typed(&*self.kfd, AMDKFD_IOC_AVAILABLE_MEMORY, &mut a).map_err(|_| Status::ERROR)?;
+        Ok(a.available)
+    }
+
+    /// hsaKmtSetMemoryPolicy: upstream only implements it for Kaveri-era APUs.
+    pub fn set_memory_policy(&self, node: u32) -> KmtResult<()> {
+        let (n, _) = self.node(node)?;
+        let e = n.props.EngineId;
+        if (e.bf_Major(), e.bf_Minor()) != (7, 0) || n.gpu_id == 0 {
+            return Err(Status::NOT_IMPLEMENTED);
+        }
+        Err(Status::NOT_IMPLEMENTED)
+    }
+
+    pub fn register_memory(&mut self, addr: u64, size: u64, nodes: Option<&[u32]>, coarse: bool, ext: bool) -> KmtResult<()> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.register(kfd, addr, size, nodes, coarse, ext)
+    }
+
+    pub fn deregister_memory(&mut self, addr: u64) -> KmtResult<()> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::MEMORY_NOT_REGISTERED)?;
+        mem.deregister(kfd, addr)
+    }
+
+    /// hsaKmtMapMemoryToGPU(Nodes); returns the alternate GPU VA (0: GPU VA == CPU VA).
+    pub fn map_memory_to_gpu(&mut self, addr: u64, nodes: Option<&[u32]>) -> KmtResult<u64> {
+        if addr == 0 {
+            return Err(Status::ERROR);
+        }
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.map(kfd, addr, nodes)
+    }
+
+    pub fn unmap_memory_to_gpu(&mut self, addr: u64) -> KmtResult<()> {
+        if addr == 0 {
+            return Ok(()); // upstream tolerates NULL here
+        }
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.unmap(kfd, addr)
+    }
+
+    /// hsaKmtQueryPointerInfo; an unknown pointer is HSA_POINTER_UNKNOWN with ERROR.
+    pub fn query_pointer_info(&self, addr: u64) -> KmtResult<HsaPointerInfo> {
+        let a = self.acquired.as_ref().ok_or(Status::ERROR)?;
+        a.memory.pointer_info(addr).ok_or(Status::ERROR)
+    }
+
+    pub fn set_memory_user_data(&mut self, addr: u64, data: u64) -> KmtResult<()> {
+        let (_, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.set_user_data(addr, data)
+    }
+
+    pub fn share_memory(&mut self, addr: u64, size: u64) -> KmtResult<HsaSharedMemoryHandle> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.share(kfd, addr, size)
+    }
+
+    pub fn register_shared_handle(&mut self, h: &HsaSharedMemoryHandle, nodes: Option<&[u32]>) -> KmtResult<(u64, u64)> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.import_shared(kfd, h, nodes)
+    }
+
+    /// hsaKmtExportDMABufHandle (KFD 1.12+).
+    pub fn export_dmabuf(&mut self, addr: u64, size: u64) -> KmtResult<(i32, u64)> {
+        if !self.minor_at_least(12) {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::INVALID_PARAMETER)?;
+        mem.export_dmabuf(kfd, addr, size)
+    }
+
+    /// hsaKmtGetTileConfig: the caller's arrays (sizes in `cfg`) are zeroed, then filled.
+    pub fn tile_config(&self, node: u32, tile: &mut [u32], macro_tile: &mut [u32]) -> KmtResult<(u32, u32, u32, u32, u32, u32)> {
+        let (n, _) = self.node(node)?;
+        tile.fill(0);
+        macro_tile.fill(0);
+        let mut a: kfd_ioctl_get_tile_config_args = zeroed();
+        a.gpu_id = n.gpu_id;
+        a.tile_config_ptr = tile.as_mut_ptr() as u64;
+        a.macro_tile_config_ptr = macro_tile.as_mut_ptr() as u64;
+        a.num_tile_configs = tile.len() as u32;
+        a.num_macro_tile_configs = macro_tile.len() as u32;
+        ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_TILE_CONFIG, &mut a).map_err(|_| Status::ERROR)?;
+        Ok((a.num_tile_configs, a.num_macro_tile_configs, a.gb_addr_config, a.num_banks, a.num_ranks, a.gpu_id))
+    }
+
+    /// Buffer objects alive in the FMM (tests and leak checks).
+    pub fn live_buffer_objects(&self) -> usize {
+        self.acquired.as_ref().map_or(0, |a| a.memory.live_bos())
     }
 }
 

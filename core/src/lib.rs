@@ -7,6 +7,8 @@ extern crate alloc;
 
 pub mod abi;
 pub mod context;
+pub mod fmm;
+pub mod memory;
 pub mod port;
 pub mod status;
 pub mod topology;

@@ -4,17 +4,17 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (16): hsaKmtAcquireSystemProperties, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetVersion, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable
-// Stubs: 172.
+// Hand-written exports at generation time (41): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
+// Stubs: 147.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
     HSATraceId, HSAint32, HSAint64, HSAuint32, HSAuint64, HsaAMDGPUDeviceHandle, HsaAisFlags, HsaCacheProperties, HsaClockCounters,
     HsaCounter, HsaCounterProperties, HsaDbgWaveMessage, HsaEvent, HsaEventDescriptor, HsaGpuTileConfig, HsaGraphicsResourceInfo,
     HsaHandleExportDesc, HsaHandleExportFlags, HsaHandleImportDesc, HsaHandleImportFlags, HsaHandleImportResult, HsaIoLinkProperties,
-    HsaKFDContext, HsaMemFlags, HsaMemoryExportResult, HsaMemoryMapFlags, HsaMemoryObjectHandle, HsaMemoryProperties, HsaMemoryRange,
-    HsaNodeProperties, HsaPcSamplingInfo, HsaPcSamplingTraceId, HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueReport,
-    HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS, HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP,
+    HsaKFDContext, HsaMemFlags, HsaMemoryExportResult, HsaMemoryMapFlags, HsaMemoryObjectHandle, HsaMemoryProperties, HsaNodeProperties,
+    HsaPcSamplingInfo, HsaPcSamplingTraceId, HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueReport, HsaQueueResource,
+    HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS, HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP,
     HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE, HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE,
     HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
@@ -251,119 +251,6 @@ pub unsafe extern "C" fn hsaKmtQueueRingDoorbell(_queue_id: HSA_QUEUEID, _value:
     crate::boundary::not_supported("hsaKmtQueueRingDoorbell")
 }
 
-/// `hsaKmtSetMemoryPolicy` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetMemoryPolicy(
-    _node: HSAuint32,
-    _default_policy: HSAuint32,
-    _alternate_policy: HSAuint32,
-    _memory_address_alternate: *mut c_void,
-    _memory_size_in_bytes: HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetMemoryPolicy")
-}
-
-/// `hsaKmtAllocMemory` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtAllocMemory(
-    _preferred_node: HSAuint32,
-    _size_in_bytes: HSAuint64,
-    _mem_flags: HsaMemFlags,
-    _memory_address: *mut *mut c_void,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtAllocMemory")
-}
-
-/// `hsaKmtAllocMemoryAlign` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtAllocMemoryAlign(
-    _preferred_node: HSAuint32,
-    _size_in_bytes: HSAuint64,
-    _alignment: HSAuint64,
-    _mem_flags: HsaMemFlags,
-    _memory_address: *mut *mut c_void,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtAllocMemoryAlign")
-}
-
-/// `hsaKmtAllocMemoryHostGtt` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtAllocMemoryHostGtt(
-    _preferred_node: HSAuint32,
-    _gtt_anchor_node: HSAuint32,
-    _size_in_bytes: HSAuint64,
-    _mem_flags: HsaMemFlags,
-    _memory_address: *mut *mut c_void,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtAllocMemoryHostGtt")
-}
-
-/// `hsaKmtFreeMemory` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtFreeMemory(_memory_address: *mut c_void, _size_in_bytes: HSAuint64) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtFreeMemory")
-}
-
-/// `hsaKmtAvailableMemory` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtAvailableMemory(_node: HSAuint32, _available_bytes: *mut HSAuint64) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtAvailableMemory")
-}
-
-/// `hsaKmtRegisterMemory` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterMemory(_memory_address: *mut c_void, _memory_size_in_bytes: HSAuint64) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterMemory")
-}
-
-/// `hsaKmtRegisterMemoryToNodes` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
-    _memory_address: *mut c_void,
-    _memory_size_in_bytes: HSAuint64,
-    _number_of_nodes: HSAuint64,
-    _node_array: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterMemoryToNodes")
-}
-
-/// `hsaKmtRegisterMemoryWithFlags` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterMemoryWithFlags(
-    _memory_address: *mut c_void,
-    _memory_size_in_bytes: HSAuint64,
-    _mem_flags: HsaMemFlags,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterMemoryWithFlags")
-}
-
 /// `hsaKmtRegisterGraphicsHandleToNodes` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///
 /// # Safety
@@ -440,178 +327,6 @@ pub unsafe extern "C" fn hsaKmtQueueWaitExternalSemaphore(
     _value: HSAuint64,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtQueueWaitExternalSemaphore")
-}
-
-/// `hsaKmtExportDMABufHandle` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtExportDMABufHandle(
-    _memory_address: *mut c_void,
-    _memory_size_in_bytes: HSAuint64,
-    _dma_buf_fd: *mut c_int,
-    _offset: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtExportDMABufHandle")
-}
-
-/// `hsaKmtShareMemory` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtShareMemory(
-    _memory_address: *mut c_void,
-    _size_in_bytes: HSAuint64,
-    _shared_memory_handle: *mut HsaSharedMemoryHandle,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtShareMemory")
-}
-
-/// `hsaKmtRegisterSharedHandle` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterSharedHandle(
-    _shared_memory_handle: *const HsaSharedMemoryHandle,
-    _memory_address: *mut *mut c_void,
-    _size_in_bytes: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterSharedHandle")
-}
-
-/// `hsaKmtRegisterSharedHandleToNodes` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterSharedHandleToNodes(
-    _shared_memory_handle: *const HsaSharedMemoryHandle,
-    _memory_address: *mut *mut c_void,
-    _size_in_bytes: *mut HSAuint64,
-    _number_of_nodes: HSAuint64,
-    _node_array: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterSharedHandleToNodes")
-}
-
-/// `hsaKmtProcessVMRead` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtProcessVMRead(
-    _pid: HSAuint32,
-    _local_memory_array: *mut HsaMemoryRange,
-    _local_memory_array_count: HSAuint64,
-    _remote_memory_array: *mut HsaMemoryRange,
-    _remote_memory_array_count: HSAuint64,
-    _size_copied: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtProcessVMRead")
-}
-
-/// `hsaKmtProcessVMWrite` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtProcessVMWrite(
-    _pid: HSAuint32,
-    _local_memory_array: *mut HsaMemoryRange,
-    _local_memory_array_count: HSAuint64,
-    _remote_memory_array: *mut HsaMemoryRange,
-    _remote_memory_array_count: HSAuint64,
-    _size_copied: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtProcessVMWrite")
-}
-
-/// `hsaKmtDeregisterMemory` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDeregisterMemory(_memory_address: *mut c_void) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDeregisterMemory")
-}
-
-/// `hsaKmtMapMemoryToGPU` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
-    _memory_address: *mut c_void,
-    _memory_size_in_bytes: HSAuint64,
-    _alternate_vagpu: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMapMemoryToGPU")
-}
-
-/// `hsaKmtMapMemoryToGPUNodes` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
-    _memory_address: *mut c_void,
-    _memory_size_in_bytes: HSAuint64,
-    _alternate_vagpu: *mut HSAuint64,
-    _mem_flags: HsaMemFlags,
-    _number_of_nodes: HSAuint64,
-    _node_array: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMapMemoryToGPUNodes")
-}
-
-/// `hsaKmtUnmapMemoryToGPU` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtUnmapMemoryToGPU(_memory_address: *mut c_void) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtUnmapMemoryToGPU")
-}
-
-/// `hsaKmtMapGraphicHandle` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMapGraphicHandle(
-    _node_id: HSAuint32,
-    _graphic_device_handle: HSAuint64,
-    _graphic_resource_handle: HSAuint64,
-    _graphic_resource_offset: HSAuint64,
-    _graphic_resource_size: HSAuint64,
-    _flat_memory_address: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMapGraphicHandle")
-}
-
-/// `hsaKmtUnmapGraphicHandle` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtUnmapGraphicHandle(
-    _node_id: HSAuint32,
-    _flat_memory_address: HSAuint64,
-    _size_in_bytes: HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtUnmapGraphicHandle")
-}
-
-/// `hsaKmtGetAMDGPUDeviceHandle` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(_node_id: HSAuint32, _device_handle: *mut HsaAMDGPUDeviceHandle) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetAMDGPUDeviceHandle")
 }
 
 /// `hsaKmtAllocQueueGWS` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
@@ -845,33 +560,6 @@ pub unsafe extern "C" fn hsaKmtSetTrapHandler(
     _trap_buffer_size_in_bytes: HSAuint64,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtSetTrapHandler")
-}
-
-/// `hsaKmtGetTileConfig` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetTileConfig(_node_id: HSAuint32, _config: *mut HsaGpuTileConfig) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetTileConfig")
-}
-
-/// `hsaKmtQueryPointerInfo` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtQueryPointerInfo(_pointer: *const c_void, _pointer_info: *mut HsaPointerInfo) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtQueryPointerInfo")
-}
-
-/// `hsaKmtSetMemoryUserData` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetMemoryUserData(_pointer: *const c_void, _user_data: *mut c_void) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetMemoryUserData")
 }
 
 /// `hsaKmtSPMAcquire` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

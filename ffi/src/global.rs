@@ -63,6 +63,10 @@ pub fn open_config() -> OpenConfig {
         }
     }
     t.disable_svm = std::env::var("HSA_USE_SVM").is_ok_and(|v| v == "0");
+    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("HSA_")).collect();
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    cfg.memory.fmm = hsakmt_core::fmm::aperture::FmmConfig::from_env(hsakmt_linux::page_size() as u64, get);
+    cfg.memory.zfb = get("HSA_ZFB").and_then(|v| v.trim().parse::<i64>().ok()).is_some_and(|v| v != 0);
     cfg
 }
 

@@ -9,10 +9,12 @@ pub mod boundary;
 mod gen_exports;
 pub mod global;
 pub mod log;
+mod memory;
 mod openclose;
 mod plugin;
 pub mod safe;
 mod topology;
 
+pub use memory::*;
 pub use openclose::*;
 pub use topology::*;

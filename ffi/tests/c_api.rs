@@ -667,3 +667,13 @@ fn runtime_enable_rules_and_kfd_version_gate() {
     let o = run(clean_cmd(&e).arg("11").env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_KFD_VERSION", "1.12"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("runtime_rules: OK"), "{}", show(&o));
 }
+
+#[test]
+fn memory_api_from_c() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "memory_basic");
+    for model in ["mi210", "mi300x"] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("memory_basic: OK"), "{model}:\n{}", show(&o));
+    }
+}

@@ -164,6 +164,11 @@ pub unsafe fn map_anonymous(fixed_addr: Option<usize>, hint: usize, len: usize, 
     Ok(p as usize)
 }
 
+/// The CPU page size.
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}
+
 pub fn close_fd(fd: i32) {
     if fd >= 0 {
         // SAFETY: the fd came from `open_render_node` (`into_raw_fd`) and is closed once here.

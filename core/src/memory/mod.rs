@@ -1,0 +1,834 @@
+//! The memory API of one context (hsaKmtAllocMemory … QueryPointerInfo): FMM state — the
+//! aperture layout, the SVM VA allocators and the BO table — driving the KFD memory ioctls.
+//!
+//! Upstream's rules are kept (notes/memory-fmm-spec): VRAM is allocated at an address of the
+//! SVM aperture and CPU-mapped there (GPU VA == CPU VA); paged host memory becomes a userptr BO
+//! over anonymous memory at its own address; GTT is pinned system memory owned by a GPU.
+
+pub mod flags;
+
+use crate::abi::hsakmt::*;
+use crate::abi::kfd::*;
+use crate::fmm::aperture::{reserve_placed, Aperture, ApertureLayout, FmmConfig, GpuDesc, SvmApertures, SystemDesc, VaSpace};
+use crate::fmm::bo::{Bo, BoKind, BoTable};
+use crate::fmm::va::{default_max_va_align_order, Request, VaAllocator};
+use crate::port::{ioctl_typed, Kfd};
+use crate::status::{Errno, KmtResult, Status};
+use crate::topology::Topology;
+use alloc::vec::Vec;
+use flags::Domain;
+use zerocopy::FromZeros;
+
+/// PROT_* bits for the port's mmap calls.
+const PROT_READ: u32 = 1;
+const PROT_WRITE: u32 = 2;
+const PROT_EXEC: u32 = 4;
+
+/// Environment settings of the memory manager (read by the C shim).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryConfig {
+    pub fmm: FmmConfig,
+    /// `HSA_ZFB`: every GPU allocation takes the host path.
+    pub zfb: bool,
+}
+
+/// CPU address-space operations through the port (reservations are PROT_NONE, NORESERVE).
+struct PortVa<'a>(&'a dyn Kfd);
+
+impl VaSpace for PortVa<'_> {
+    fn reserve(&mut self, hint: u64, len: u64) -> Option<u64> {
+        // SAFETY: not fixed, so no existing mapping can be replaced.
+        unsafe { self.0.map_anonymous(None, hint as usize, len as usize, 0) }.ok().map(|p| p as u64)
+    }
+
+    fn reserve_fixed(&mut self, addr: u64, len: u64) -> bool {
+        // MAP_FIXED_NOREPLACE by hand: ask for the address as a hint and keep it only if the
+        // kernel placed it there.
+        match self.reserve(addr, len) {
+            Some(p) if p == addr => true,
+            Some(p) => {
+                self.release(p, len);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn release(&mut self, addr: u64, len: u64) {
+        // SAFETY: only ranges this manager reserved and no longer uses are released.
+        let _ = unsafe { self.0.release_va(addr as usize, len as usize) };
+    }
+}
+
+/// One GPU as the memory manager sees it.
+#[derive(Clone, Copy, Debug)]
+struct Gpu {
+    gpu_id: u32,
+    node_id: u32,
+    render_fd: i32,
+}
+
+enum SvmVa {
+    /// No GPU uses SVM (CPU-only system).
+    None,
+    /// The kernel places each allocation inside `aperture`.
+    Unreserved,
+    /// A reserved range: (fine-grain, coarse-grain) allocators.
+    Reserved { coherent: VaAllocator, default: VaAllocator },
+}
+
+pub(crate) struct Memory {
+    layout: ApertureLayout,
+    svm: SvmVa,
+    mem_handle: Option<VaAllocator>,
+    bos: BoTable,
+    gpus: Vec<Gpu>,
+    cfg: MemoryConfig,
+    max_va_align_order: u32,
+    svm_api: bool,
+}
+
+fn errno_status(e: Errno, otherwise: Status) -> Status {
+    match e.0 {
+        Errno::ENOMEM => Status::NO_MEMORY,
+        _ => otherwise,
+    }
+}
+
+fn packed_gfx(p: &HsaNodeProperties) -> u32 {
+    let e = p.EngineId;
+    (e.bf_Major() << 16) | (e.bf_Minor() << 8) | e.bf_Stepping()
+}
+
+impl Memory {
+    /// FMM init (upstream: first AcquireSystemProperties): apertures, SVM, memory policy.
+    pub(crate) fn init(
+        kfd: &dyn Kfd,
+        topo: &Topology,
+        raw: &[kfd_process_device_apertures],
+        render_fds: &[(u32, i32)],
+        cfg: MemoryConfig,
+    ) -> KmtResult<Memory> {
+        let descs: Vec<GpuDesc> = topo
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.gpu_id != 0)
+            .map(|(i, n)| GpuDesc {
+                gpu_id: n.gpu_id,
+                node_id: i as u32,
+                device_id: u32::from(n.props.DeviceId),
+                gfx_version: packed_gfx(&n.props),
+            })
+            .collect();
+        let gpus: Vec<Gpu> = topo
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.gpu_id != 0)
+            .map(|(i, n)| {
+                let minor = u32::try_from(n.props.DrmRenderMinor).unwrap_or(0);
+                let render_fd = render_fds.iter().find(|(m, _)| *m == minor).map_or(-1, |&(_, fd)| fd);
+                Gpu { gpu_id: n.gpu_id, node_id: i as u32, render_fd }
+            })
+            .collect();
+        let sys = SystemDesc { gpus: &descs, is_dgpu: topo.is_dgpu() };
+        let mut layout = ApertureLayout::compute(&sys, raw, &cfg.fmm).map_err(|_| Status::ERROR)?;
+        let max_va_align_order =
+            cfg.fmm.max_va_align_order.unwrap_or_else(|| default_max_va_align_order(topo.nodes.iter().map(|n| packed_gfx(&n.props))));
+        let mut svm = SvmVa::None;
+        if layout.svm_plan.is_some() {
+            layout.init_svm(&mut PortVa(kfd)).map_err(|_| Status::NO_MEMORY)?;
+            svm = match layout.svm.as_ref().and_then(|s| s.allocators(cfg.fmm.page_size)) {
+                Some((coherent, default)) => SvmVa::Reserved { coherent, default },
+                None => SvmVa::Unreserved,
+            };
+        }
+        let mem_handle = layout
+            .mem_handle
+            .is_valid()
+            .then(|| VaAllocator::new(layout.mem_handle.base, layout.mem_handle.limit, cfg.fmm.page_size).ok())
+            .flatten();
+        let svm_api = topo.nodes.iter().filter(|n| n.gpu_id != 0).all(|n| n.props.Capability.bf_SVMAPISupported() != 0);
+        let mut m = Memory { layout, svm, mem_handle, bos: BoTable::default(), gpus, cfg, max_va_align_order, svm_api };
+        if let Err(s) = m.set_default_policies(kfd) {
+            m.teardown(kfd);
+            return Err(s);
+        }
+        Ok(m)
+    }
+
+    /// SET_MEMORY_POLICY on every SVM GPU: the fine-grain aperture is the coherent "alternate".
+    fn set_default_policies(&self, kfd: &dyn Kfd) -> KmtResult<()> {
+        let Some(p) = self.layout.memory_policy(self.cfg.fmm.disable_cache, self.cfg.fmm.high_precision_mode) else { return Ok(()) };
+        for g in self.layout.gpus.iter().filter(|g| g.uses_svm) {
+            let mut a: kfd_ioctl_set_memory_policy_args = FromZeros::new_zeroed();
+            a.alternate_aperture_base = p.alternate_aperture_base;
+            a.alternate_aperture_size = p.alternate_aperture_size;
+            a.gpu_id = g.gpu_id;
+            a.default_policy = p.default_policy;
+            a.alternate_policy = p.alternate_policy;
+            a.misc_process_flag = p.misc_process_flag;
+            ioctl_typed(kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &mut a).map_err(|_| Status::ERROR)?;
+        }
+        Ok(())
+    }
+
+    /// Release every BO, mapping and reservation (CloseKFD / Release / drop).
+    pub(crate) fn teardown(&mut self, kfd: &dyn Kfd) {
+        let bos: Vec<Bo> = self.bos.drain().collect();
+        for bo in bos {
+            let _ = self.release_bo(kfd, &bo);
+        }
+        if let Some(r) = self.layout.svm.as_ref().and_then(SvmApertures::reservation) {
+            PortVa(kfd).release(r.base, r.size());
+        }
+        self.layout.svm = None;
+        self.svm = SvmVa::None;
+    }
+
+    pub(crate) fn live_bos(&self) -> usize {
+        self.bos.len()
+    }
+
+    fn page(&self) -> u64 {
+        self.cfg.fmm.page_size
+    }
+
+    fn gpu_of_node(&self, node: u32) -> Option<Gpu> {
+        self.gpus.iter().copied().find(|g| g.node_id == node)
+    }
+
+    fn gpu_by_id(&self, gpu_id: u32) -> Option<Gpu> {
+        self.gpus.iter().copied().find(|g| g.gpu_id == gpu_id)
+    }
+
+    /// Reserve VA for `size` bytes in the coarse (default) or fine-grain (coherent) SVM aperture.
+    fn reserve_svm(&mut self, kfd: &dyn Kfd, size: u64, align: u64, coherent: bool, fixed: Option<u64>) -> KmtResult<u64> {
+        let page = self.page();
+        let order = self.max_va_align_order;
+        let svm = self.layout.svm.ok_or(Status::NO_MEMORY)?;
+        let req: Request = svm.request(size, align, page, order);
+        match (&mut self.svm, fixed) {
+            (SvmVa::Reserved { coherent: c, default: d }, None) => {
+                let a = if coherent { c } else { d };
+                a.alloc_with(req).map_err(|_| Status::NO_MEMORY)
+            }
+            (SvmVa::Reserved { coherent: c, default: d }, Some(addr)) => {
+                let a = if c.contains(addr) { c } else { d };
+                a.alloc_at_with(addr, req).map_err(|_| Status::NO_MEMORY)
+            }
+            (SvmVa::Unreserved, None) => {
+                let ap = if coherent { svm.coherent_aperture() } else { svm.default_aperture() };
+                reserve_placed(&mut PortVa(kfd), ap, req, page).ok_or(Status::NO_MEMORY)
+            }
+            (SvmVa::Unreserved, Some(addr)) => {
+                if PortVa(kfd).reserve_fixed(addr, size) {
+                    Ok(addr)
+                } else {
+                    Err(Status::NO_MEMORY)
+                }
+            }
+            (SvmVa::None, _) => Err(Status::NO_MEMORY),
+        }
+    }
+
+    /// Give a VA range back: to its allocator (and PROT_NONE again) or to the kernel.
+    fn release_svm(&mut self, kfd: &dyn Kfd, addr: u64, size: u64) {
+        match &mut self.svm {
+            SvmVa::Reserved { coherent, default } => {
+                let a = if coherent.contains(addr) { coherent } else { default };
+                if a.free(addr).is_some() {
+                    // Keep the range reserved: PROT_NONE over whatever was mapped there.
+                    // SAFETY: the range belongs to this manager's reservation and no BO uses it.
+                    let _ = unsafe { kfd.map_anonymous(Some(addr as usize), 0, size as usize, 0) };
+                }
+            }
+            SvmVa::Unreserved => PortVa(kfd).release(addr, size),
+            SvmVa::None => {}
+        }
+    }
+
+    /// The BO an API address names: a BO's start (GPU VA), or the exact CPU address a user
+    /// pointer was registered with (its GPU VA differs).
+    fn resolve(&self, addr: u64) -> Option<u64> {
+        self.bos
+            .get(addr)
+            .map(|b| b.start())
+            .or_else(|| self.bos.find_userptr(addr).filter(|b| b.userptr().is_some_and(|(a, _)| a == addr)).map(|b| b.start()))
+    }
+
+    fn in_mem_handle(&self, addr: u64) -> bool {
+        self.layout.mem_handle.contains(addr)
+    }
+
+    /// hsaKmtAllocMemoryAlign after the open/node checks of the caller.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn alloc(
+        &mut self,
+        kfd: &dyn Kfd,
+        topo: &Topology,
+        node: u32,
+        gtt_anchor: Option<u32>,
+        size: u64,
+        align: u64,
+        mflags: HsaMemFlags,
+        fixed: Option<u64>,
+    ) -> KmtResult<u64> {
+        let n = topo.nodes.get(node as usize).ok_or(Status::INVALID_NODE_UNIT)?;
+        let page = flags::page_size(mflags);
+        if align != 0 && (align < page || !align.is_power_of_two()) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if size == 0 || size % page != 0 {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if mflags.bf_FixedAddress() != 0 && fixed.is_none_or(|a| a == 0) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let fixed = if mflags.bf_FixedAddress() != 0 { fixed } else { None };
+        let ext = mflags.bf_ExtendedCoherent() != 0;
+        if (ext && mflags.bf_CoarseGrain() != 0) || (ext && mflags.bf_Uncached() != 0) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if mflags.bf_Scratch() != 0 {
+            return Err(if align != 0 { Status::NOT_IMPLEMENTED } else { Status::NOT_SUPPORTED });
+        }
+        if mflags.bf_OnlyAddress() != 0 && mflags.bf_NoAddress() != 0 {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let host = n.gpu_id == 0
+            || mflags.bf_NonPaged() == 0
+            || self.cfg.zfb
+            || mflags.bf_GTTAccess() != 0
+            || mflags.bf_OnlyAddress() != 0
+            || gtt_anchor.is_some();
+        if host {
+            let mut f = mflags;
+            if self.cfg.zfb && mflags.bf_NonPaged() != 0 && n.gpu_id != 0 {
+                f.set_bf_CoarseGrain(1);
+            }
+            let owner = match gtt_anchor {
+                Some(anchor) => self.gpu_of_node(anchor).ok_or(Status::INVALID_NODE_UNIT)?,
+                None if n.gpu_id != 0 => self.gpu_of_node(node).ok_or(Status::INVALID_NODE_UNIT)?,
+                None => *self.gpus.first().ok_or(Status::NOT_SUPPORTED)?,
+            };
+            let record_node = if mflags.bf_GTTAccess() != 0 { 0 } else { node };
+            self.alloc_host(kfd, owner, record_node, size, align, f, fixed).map_err(|s| {
+                if s == Status::INVALID_PARAMETER {
+                    s
+                } else {
+                    Status::ERROR
+                }
+            })
+        } else {
+            let gpu = self.gpu_of_node(node).ok_or(Status::INVALID_NODE_UNIT)?;
+            self.alloc_device(kfd, gpu, size, align, mflags, fixed).map_err(|s| {
+                if s == Status::INVALID_PARAMETER {
+                    s
+                } else {
+                    Status::NO_MEMORY
+                }
+            })
+        }
+    }
+
+    fn alloc_device(&mut self, kfd: &dyn Kfd, gpu: Gpu, size: u64, align: u64, mflags: HsaMemFlags, fixed: Option<u64>) -> KmtResult<u64> {
+        // AQL queue memory is mapped twice by the KFD (ring wrap-around): ask for twice the VA.
+        let va_size = if mflags.bf_AQLQueueMemory() != 0 { size * 2 } else { size };
+        if mflags.bf_NoAddress() != 0 {
+            let a = self.mem_handle.as_mut().ok_or(Status::NO_MEMORY)?;
+            let va = a.alloc(va_size, align.max(self.cfg.fmm.page_size), self.layout.guard_pages).map_err(|_| Status::NO_MEMORY)?;
+            return match self.alloc_bo(kfd, gpu, va, 0, va_size, flags::alloc_flags(mflags, Domain::Vram, self.cfg.fmm.disable_cache)) {
+                Ok((handle, off)) => {
+                    let mut bo = Bo::new(BoKind::Allocated, va, size, mflags, gpu.node_id).with_handle(gpu.gpu_id, handle);
+                    bo.mmap_offset = off;
+                    self.insert(bo)
+                }
+                Err(s) => {
+                    if let Some(a) = self.mem_handle.as_mut() {
+                        a.free(va);
+                    }
+                    Err(s)
+                }
+            };
+        }
+        let va = self.reserve_svm(kfd, va_size, align, false, fixed)?;
+        if mflags.bf_OnlyAddress() != 0 {
+            return self.insert(Bo::new(BoKind::Reserved, va, size, mflags, gpu.node_id));
+        }
+        let ioc = flags::alloc_flags(mflags, Domain::Vram, self.cfg.fmm.disable_cache);
+        let (handle, off) = match self.alloc_bo(kfd, gpu, va, va, va_size, ioc) {
+            Ok(x) => x,
+            Err(s) => {
+                self.release_svm(kfd, va, va_size);
+                return Err(s);
+            }
+        };
+        let prot = if mflags.bf_HostAccess() != 0 { PROT_READ | PROT_WRITE } else { 0 };
+        // SAFETY: `va` is this manager's reservation for exactly this BO.
+        if let Err(e) = unsafe { kfd.mmap_bo(gpu.render_fd, Some(va as usize), size as usize, prot, off) } {
+            let _ = self.free_bo_handle(kfd, handle);
+            self.release_svm(kfd, va, va_size);
+            return Err(errno_status(e, Status::NO_MEMORY));
+        }
+        let mut bo = Bo::new(BoKind::Allocated, va, size, mflags, gpu.node_id).with_handle(gpu.gpu_id, handle);
+        bo.mmap_offset = off;
+        self.insert(bo)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn alloc_host(
+        &mut self,
+        kfd: &dyn Kfd,
+        owner: Gpu,
+        node: u32,
+        size: u64,
+        align: u64,
+        mflags: HsaMemFlags,
+        fixed: Option<u64>,
+    ) -> KmtResult<u64> {
+        let coherent = mflags.bf_CoarseGrain() == 0;
+        let va_size = if mflags.bf_AQLQueueMemory() != 0 { size * 2 } else { size };
+        let va = self.reserve_svm(kfd, va_size, align, coherent, fixed)?;
+        if mflags.bf_OnlyAddress() != 0 {
+            return self.insert(Bo::new(BoKind::Reserved, va, size, mflags, 0));
+        }
+        let paged_userptr = mflags.bf_NonPaged() == 0 && self.cfg.fmm.userptr_for_paged_mem;
+        let result = if paged_userptr {
+            let mut prot = PROT_READ | PROT_WRITE;
+            if mflags.bf_ExecuteAccess() != 0 {
+                prot |= PROT_EXEC;
+            }
+            // SAFETY: `va` is this manager's reservation for exactly this allocation.
+            match unsafe { kfd.map_anonymous(Some(va as usize), 0, size as usize, prot) } {
+                Err(e) => Err(errno_status(e, Status::ERROR)),
+                Ok(_) => {
+                    self.alloc_bo(kfd, owner, va, va, va_size, flags::alloc_flags(mflags, Domain::Userptr, self.cfg.fmm.disable_cache))
+                }
+            }
+        } else {
+            let ioc = flags::alloc_flags(mflags, Domain::Gtt, self.cfg.fmm.disable_cache);
+            self.alloc_bo(kfd, owner, va, 0, va_size, ioc).and_then(|(handle, off)| {
+                if mflags.bf_HostAccess() != 0 {
+                    // SAFETY: `va` is this manager's reservation for exactly this BO.
+                    if let Err(e) = unsafe { kfd.mmap_bo(owner.render_fd, Some(va as usize), size as usize, PROT_READ | PROT_WRITE, off) } {
+                        let _ = self.free_bo_handle(kfd, handle);
+                        return Err(errno_status(e, Status::ERROR));
+                    }
+                }
+                Ok((handle, off))
+            })
+        };
+        match result {
+            Ok((handle, off)) => {
+                let mut bo = Bo::new(BoKind::Allocated, va, size, mflags, node).with_handle(owner.gpu_id, handle);
+                bo.mmap_offset = off;
+                if paged_userptr {
+                    bo = bo.with_userptr(va, size);
+                    bo.kind = BoKind::Allocated;
+                }
+                self.insert(bo)
+            }
+            Err(s) => {
+                self.release_svm(kfd, va, va_size);
+                Err(s)
+            }
+        }
+    }
+
+    /// ALLOC_MEMORY_OF_GPU; for a userptr `mmap_offset_in` is the CPU address.
+    fn alloc_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, mmap_offset_in: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
+        let mut a: kfd_ioctl_alloc_memory_of_gpu_args = FromZeros::new_zeroed();
+        a.va_addr = va;
+        a.size = size;
+        a.gpu_id = gpu.gpu_id;
+        a.flags = ioc;
+        a.mmap_offset = mmap_offset_in;
+        ioctl_typed(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).map_err(|e| errno_status(e, Status::ERROR))?;
+        Ok((a.handle, a.mmap_offset))
+    }
+
+    fn free_bo_handle(&self, kfd: &dyn Kfd, handle: u64) -> Result<(), Errno> {
+        let mut a = kfd_ioctl_free_memory_of_gpu_args { handle };
+        ioctl_typed(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut a)
+    }
+
+    fn insert(&mut self, bo: Bo) -> KmtResult<u64> {
+        let start = bo.start();
+        self.bos.insert(bo).map_err(|_| Status::ERROR)?;
+        Ok(start)
+    }
+
+    /// Free every KFD handle of a BO and give back its VA. A handle the KFD refuses to free
+    /// (still mapped: EBUSY) leaves the BO alive.
+    fn release_bo(&mut self, kfd: &dyn Kfd, bo: &Bo) -> KmtResult<()> {
+        if !bo.mapped_nodes.is_empty() {
+            let _ = self.unmap_all(kfd, bo);
+        }
+        for &(_, h) in &bo.handles {
+            if h != 0 {
+                self.free_bo_handle(kfd, h).map_err(|_| Status::ERROR)?;
+            }
+        }
+        let va_size = if bo.flags.bf_AQLQueueMemory() != 0 { bo.size() * 2 } else { bo.size() };
+        if self.in_mem_handle(bo.start()) {
+            if let Some(a) = self.mem_handle.as_mut() {
+                a.free(bo.start());
+            }
+        } else if bo.kind == BoKind::Userptr {
+            // A registered user range: its own VA in the SVM aperture, the CPU pages are the user's.
+            self.release_svm(kfd, bo.start(), va_size);
+        } else {
+            self.release_svm(kfd, bo.start(), va_size);
+        }
+        Ok(())
+    }
+
+    /// hsaKmtFreeMemory: upstream answers SUCCESS for an unknown pointer on SVM systems.
+    pub(crate) fn free(&mut self, kfd: &dyn Kfd, addr: u64) -> KmtResult<()> {
+        let Some(bo) = self.bos.get(addr).cloned() else {
+            return if self.svm_api { Ok(()) } else { Err(Status::MEMORY_NOT_REGISTERED) };
+        };
+        if bo.kind.is_registration() && bo.kind != BoKind::IpcImport {
+            // Registrations are undone with DeregisterMemory.
+            return if self.svm_api { Ok(()) } else { Err(Status::MEMORY_NOT_REGISTERED) };
+        }
+        // The KFD refuses to free a mapped BO; upstream leaves the BO alive then (ERROR).
+        for &(_, h) in &bo.handles {
+            if h != 0 {
+                self.free_bo_handle(kfd, h).map_err(|_| Status::ERROR)?;
+            }
+        }
+        self.bos.remove(addr);
+        let va_size = if bo.flags.bf_AQLQueueMemory() != 0 { bo.size() * 2 } else { bo.size() };
+        if self.in_mem_handle(addr) {
+            if let Some(a) = self.mem_handle.as_mut() {
+                a.free(addr);
+            }
+        } else {
+            self.release_svm(kfd, addr, va_size);
+        }
+        Ok(())
+    }
+
+    /// The GPUs a BO maps to by default: its registered nodes, else the allocating GPU and its
+    /// peers (upstream's usable_peer_id_array, approximated by every GPU in the KFD's order for
+    /// host memory and the owning GPU for VRAM).
+    fn default_targets(&self, bo: &Bo) -> Vec<u32> {
+        if !bo.registered_nodes.is_empty() {
+            return bo.registered_nodes.as_slice().iter().filter_map(|&n| self.gpu_of_node(n).map(|g| g.gpu_id)).collect();
+        }
+        match self.gpu_of_node(bo.node_id) {
+            Some(g) if bo.kind != BoKind::Userptr => alloc::vec![g.gpu_id],
+            _ => self.layout.kfd_order.clone(),
+        }
+    }
+
+    fn map_ioctl(&self, kfd: &dyn Kfd, req: u32, handle: u64, ids: &[u32]) -> Result<u32, (u32, Errno)> {
+        let mut a: kfd_ioctl_map_memory_to_gpu_args = FromZeros::new_zeroed();
+        a.handle = handle;
+        a.device_ids_array_ptr = ids.as_ptr() as u64;
+        a.n_devices = ids.len() as u32;
+        match ioctl_typed(kfd, req, &mut a) {
+            Ok(()) => Ok(a.n_success),
+            Err(e) => Err((a.n_success, e)),
+        }
+    }
+
+    /// hsaKmtMapMemoryToGPU(Nodes): map a BO to its default GPUs or to `nodes`.
+    pub(crate) fn map(&mut self, kfd: &dyn Kfd, addr: u64, nodes: Option<&[u32]>) -> KmtResult<u64> {
+        let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
+            return Err(if nodes.is_some() { Status::ERROR } else { Status::INVALID_PARAMETER });
+        };
+        if bo.kind == BoKind::Reserved || bo.primary_handle().is_none() || self.in_mem_handle(addr) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let targets: Vec<u32> = match nodes {
+            Some(ns) => {
+                let mut v = Vec::new();
+                for &n in ns {
+                    v.push(self.gpu_of_node(n).ok_or(Status::INVALID_NODE_UNIT)?.gpu_id);
+                }
+                v
+            }
+            None => self.default_targets(&bo),
+        };
+        let handle = bo.primary_handle().ok_or(Status::INVALID_PARAMETER)?;
+        // MapMemoryToGPUNodes: GPUs mapped now but not asked for are unmapped first.
+        if nodes.is_some() {
+            let stale: Vec<u32> = bo
+                .mapped_nodes
+                .as_slice()
+                .iter()
+                .filter_map(|&n| self.gpu_of_node(n).map(|g| g.gpu_id))
+                .filter(|id| !targets.contains(id))
+                .collect();
+            if !stale.is_empty() {
+                self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &stale).map_err(|_| Status::ERROR)?;
+                if let Some(b) = self.bos.get_mut(bo.start()) {
+                    for id in &stale {
+                        if let Some(g) = self.gpus.iter().find(|g| g.gpu_id == *id) {
+                            b.mapped_nodes.remove(g.node_id);
+                        }
+                    }
+                }
+            }
+        }
+        if targets.is_empty() {
+            return Err(Status::ERROR);
+        }
+        match self.map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, &targets) {
+            Ok(n) => {
+                let nodes_mapped: Vec<u32> =
+                    targets.iter().take(n as usize).filter_map(|&id| self.gpu_by_id(id).map(|g| g.node_id)).collect();
+                if let Some(b) = self.bos.get_mut(bo.start()) {
+                    for node in nodes_mapped {
+                        b.mapped_nodes.insert(node);
+                    }
+                    b.mapping_count = 1;
+                }
+                // A user pointer's GPU VA differs from its CPU address: tell the caller.
+                Ok(if bo.kind == BoKind::Userptr { bo.start() + (addr & (self.page() - 1)) } else { 0 })
+            }
+            Err((n, _)) => {
+                // Undo the GPUs that did map, as upstream does.
+                if n > 0 {
+                    let _ = self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &targets[..n as usize]);
+                }
+                Err(Status::ERROR)
+            }
+        }
+    }
+
+    fn unmap_all(&self, kfd: &dyn Kfd, bo: &Bo) -> KmtResult<()> {
+        let ids: Vec<u32> = bo.mapped_nodes.as_slice().iter().filter_map(|&n| self.gpu_of_node(n).map(|g| g.gpu_id)).collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for &(_, h) in &bo.handles {
+            if h != 0 {
+                self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, h, &ids).map_err(|_| Status::ERROR)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// hsaKmtUnmapMemoryToGPU: an unknown or unmapped address is SUCCESS on SVM systems.
+    pub(crate) fn unmap(&mut self, kfd: &dyn Kfd, addr: u64) -> KmtResult<()> {
+        let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
+            return if self.svm_api { Ok(()) } else { Err(Status::ERROR) };
+        };
+        self.unmap_all(kfd, &bo)?;
+        if let Some(b) = self.bos.get_mut(bo.start()) {
+            b.mapped_nodes.clear();
+            b.mapping_count = 0;
+        }
+        Ok(())
+    }
+
+    /// hsaKmtRegisterMemory*: a user range becomes a userptr BO on the first GPU (upstream's
+    /// fallback path; GPU VA taken from the SVM aperture).
+    pub(crate) fn register(
+        &mut self,
+        kfd: &dyn Kfd,
+        addr: u64,
+        size: u64,
+        nodes: Option<&[u32]>,
+        coarse: bool,
+        ext: bool,
+    ) -> KmtResult<()> {
+        if addr == 0 || size == 0 {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if coarse && ext {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if let Some(ns) = nodes {
+            for &n in ns {
+                self.gpu_of_node(n).ok_or(Status::INVALID_NODE_UNIT)?;
+            }
+        }
+        if let Some(bo) = self.bos.find_userptr_exact(addr, size).map(|b| b.start()) {
+            let b = self.bos.get_mut(bo).ok_or(Status::ERROR)?;
+            if let Some(ns) = nodes {
+                if !b.registered_nodes.is_empty() && b.registered_nodes.as_slice() != ns {
+                    return Err(Status::MEMORY_ALREADY_REGISTERED);
+                }
+                b.registered_nodes.set(ns);
+            }
+            b.registration_count += 1;
+            return Ok(());
+        }
+        if let Some(b) = self.bos.get(addr) {
+            if b.kind != BoKind::Userptr {
+                return Err(Status::INVALID_HANDLE);
+            }
+        }
+        if self.bos.userptr_overlaps(addr, size) {
+            return Err(Status::MEMORY_ALREADY_REGISTERED);
+        }
+        let page = self.page();
+        let cpu_page = addr & !(page - 1);
+        let span = (addr - cpu_page + size).div_ceil(page) * page;
+        let owner = *self.gpus.first().ok_or(Status::NOT_SUPPORTED)?;
+        let va = self.reserve_svm(kfd, span, 0, !coarse, None)?;
+        let ioc = flags::register_flags(coarse, ext);
+        match self.alloc_bo(kfd, owner, va, cpu_page, span, ioc) {
+            Ok((handle, _)) => {
+                let mut f = HsaMemFlags::new_zeroed();
+                f.set_bf_HostAccess(1);
+                f.set_bf_CoarseGrain(coarse as u32);
+                f.set_bf_ExtendedCoherent(ext as u32);
+                let mut bo = Bo::new(BoKind::Userptr, va, span, f, 0).with_handle(owner.gpu_id, handle).with_userptr(addr, size);
+                bo.registration_count = 1;
+                if let Some(ns) = nodes {
+                    bo.registered_nodes.set(ns);
+                }
+                self.insert(bo).map(|_| ())
+            }
+            Err(_) => {
+                self.release_svm(kfd, va, span);
+                Err(Status::ERROR)
+            }
+        }
+    }
+
+    /// hsaKmtDeregisterMemory.
+    pub(crate) fn deregister(&mut self, kfd: &dyn Kfd, addr: u64) -> KmtResult<()> {
+        let start = match self.bos.find_userptr(addr).filter(|b| b.userptr().is_some_and(|(a, _)| a == addr)) {
+            Some(b) => b.start(),
+            None => match self.bos.get(addr) {
+                Some(b) => b.start(),
+                None => return if self.svm_api { Ok(()) } else { Err(Status::MEMORY_NOT_REGISTERED) },
+            },
+        };
+        let bo = self.bos.get(start).cloned().ok_or(Status::ERROR)?;
+        if bo.kind == BoKind::Userptr && bo.registration_count > 1 {
+            if let Some(b) = self.bos.get_mut(start) {
+                b.registration_count -= 1;
+            }
+            return Ok(());
+        }
+        if bo.kind.is_registration() {
+            self.release_bo(kfd, &bo)?;
+            self.bos.remove(start);
+            return Ok(());
+        }
+        if bo.registered_nodes.is_empty() {
+            return Err(Status::MEMORY_NOT_REGISTERED);
+        }
+        if let Some(b) = self.bos.get_mut(start) {
+            b.registered_nodes.clear();
+        }
+        Ok(())
+    }
+
+    /// hsaKmtQueryPointerInfo: any address inside a BO, or inside a registered user range.
+    pub(crate) fn pointer_info(&self, addr: u64) -> Option<HsaPointerInfo> {
+        self.bos.find(addr).or_else(|| self.bos.find_userptr(addr)).map(|b| b.pointer_info(self.page()))
+    }
+
+    pub(crate) fn set_user_data(&mut self, addr: u64, data: u64) -> KmtResult<()> {
+        let start = self
+            .bos
+            .get(addr)
+            .map(|b| b.start())
+            .or_else(|| self.bos.find_userptr(addr).filter(|b| b.cpu_address() == addr).map(|b| b.start()));
+        let b = start.and_then(|s| self.bos.get_mut(s)).ok_or(Status::ERROR)?;
+        b.user_data = data;
+        Ok(())
+    }
+
+    /// hsaKmtShareMemory: export an allocation for another process (legacy IPC ioctl).
+    pub(crate) fn share(&self, kfd: &dyn Kfd, addr: u64, size: u64) -> KmtResult<HsaSharedMemoryHandle> {
+        let page_shift = self.page().trailing_zeros();
+        if size >= 1u64 << (32 + page_shift) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let bo = self.bos.get(addr).ok_or(Status::INVALID_PARAMETER)?;
+        let (gpu_id, handle) = *bo.handles.first().ok_or(Status::INVALID_PARAMETER)?;
+        let mut a: kfd_ioctl_ipc_export_handle_args = FromZeros::new_zeroed();
+        a.handle = handle;
+        a.gpu_id = gpu_id;
+        a.flags = bo.flags.Value;
+        ioctl_typed(kfd, AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a).map_err(|_| Status::ERROR)?;
+        let mut h = [0u32; 8];
+        h[..4].copy_from_slice(&a.share_handle);
+        // ApeInfo: aperture type (1: coarse SVM, 2: fine-grain SVM) and index.
+        let coherent = matches!(self.layout.classify(addr), Some(crate::fmm::aperture::Region::SvmCoherent));
+        h[4] = if coherent { 2 } else { 1 };
+        h[5] = 0;
+        h[6] = (size >> page_shift) as u32;
+        h[7] = gpu_id;
+        Ok(h)
+    }
+
+    /// hsaKmtRegisterSharedHandle(ToNodes): import another process's export at a new VA.
+    pub(crate) fn import_shared(&mut self, kfd: &dyn Kfd, h: &HsaSharedMemoryHandle, nodes: Option<&[u32]>) -> KmtResult<(u64, u64)> {
+        let pages = u64::from(h[6]);
+        let coherent = match h[4] {
+            1 => false,
+            2 => true,
+            _ => return Err(Status::INVALID_PARAMETER),
+        };
+        let size = pages.checked_mul(self.page()).filter(|&s| s != 0).ok_or(Status::INVALID_PARAMETER)?;
+        let gpu = self.gpu_by_id(h[7]).ok_or(Status::ERROR)?;
+        if let Some(ns) = nodes {
+            for &n in ns {
+                self.gpu_of_node(n).ok_or(Status::INVALID_NODE_UNIT)?;
+            }
+        }
+        let va = self.reserve_svm(kfd, size, 0, coherent, None)?;
+        let mut a: kfd_ioctl_ipc_import_handle_args = FromZeros::new_zeroed();
+        a.share_handle.copy_from_slice(&h[..4]);
+        a.gpu_id = gpu.gpu_id;
+        a.va_addr = va;
+        if ioctl_typed(kfd, AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a).is_err() {
+            self.release_svm(kfd, va, size);
+            return Err(Status::ERROR);
+        }
+        let mut f = HsaMemFlags::new_zeroed();
+        f.Value = a.flags;
+        if a.mmap_offset != 0 {
+            // SAFETY: `va` is this manager's reservation for exactly this import.
+            if unsafe { kfd.mmap_bo(gpu.render_fd, Some(va as usize), size as usize, PROT_READ | PROT_WRITE, a.mmap_offset) }.is_err() {
+                let _ = self.free_bo_handle(kfd, a.handle);
+                self.release_svm(kfd, va, size);
+                return Err(Status::ERROR);
+            }
+        }
+        let mut bo = Bo::new(BoKind::IpcImport, va, size, f, gpu.node_id).with_handle(gpu.gpu_id, a.handle);
+        bo.mmap_offset = a.mmap_offset;
+        if let Some(ns) = nodes {
+            bo.registered_nodes.set(ns);
+        }
+        self.insert(bo)?;
+        Ok((va, size))
+    }
+
+    /// hsaKmtExportDMABufHandle: (fd, offset of `addr` inside its BO).
+    pub(crate) fn export_dmabuf(&self, kfd: &dyn Kfd, addr: u64, size: u64) -> KmtResult<(i32, u64)> {
+        let bo = self.bos.find(addr).ok_or(Status::INVALID_PARAMETER)?;
+        let off = addr - bo.start();
+        if off.checked_add(size).is_none_or(|e| e > bo.size()) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let handle = bo.primary_handle().ok_or(Status::INVALID_PARAMETER)?;
+        let mut a: kfd_ioctl_export_dmabuf_args = FromZeros::new_zeroed();
+        a.handle = handle;
+        a.flags = 0o2000000; // O_CLOEXEC
+        ioctl_typed(kfd, AMDKFD_IOC_EXPORT_DMABUF, &mut a).map_err(|_| Status::ERROR)?;
+        Ok((a.dmabuf_fd as i32, off))
+    }
+
+    /// The apertures' SVM heap (for GetNodeMemoryProperties).
+    pub(crate) fn svm_heap(&self) -> Option<Aperture> {
+        self.layout.svm.as_ref().map(SvmApertures::heap)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn check(&self) -> Result<(), &'static str> {
+        self.bos.check_invariants()
+    }
+}

@@ -1,0 +1,449 @@
+//! Memory exports: hsaKmtAllocMemory*, FreeMemory, Map/Unmap, Register/Deregister,
+//! QueryPointerInfo, IPC (ShareMemory / RegisterSharedHandle), dma-buf export, tile config.
+//! Upstream's check order: the open check first, then the arguments.
+
+use crate::boundary::{guard, out};
+use crate::global::{with_ctx, with_ctx_mut};
+use hsakmt_core::abi::hsakmt::*;
+use hsakmt_core::{KmtResult, Status};
+use std::ffi::c_void;
+
+/// A node array from C: NULL or a zero count is INVALID_PARAMETER (upstream's
+/// validate_nodeid_array).
+///
+/// # Safety
+/// A non-NULL `nodes` must hold `n` readable elements.
+unsafe fn node_array<'a>(n: u64, nodes: *const HSAuint32) -> KmtResult<&'a [u32]> {
+    if n == 0 || nodes.is_null() || n > u64::from(u32::MAX) {
+        return Err(Status::INVALID_PARAMETER);
+    }
+    // SAFETY: the C caller promises `n` readable elements.
+    Ok(unsafe { std::slice::from_raw_parts(nodes, n as usize) })
+}
+
+fn alloc(
+    name: &'static str,
+    node: u32,
+    anchor: Option<u32>,
+    size: u64,
+    align: u64,
+    flags: HsaMemFlags,
+    addr: *mut *mut c_void,
+) -> HSAKMT_STATUS {
+    guard(name, || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let addr = unsafe { out(addr) }?;
+        let fixed = (flags.bf_FixedAddress() != 0).then_some(*addr as u64);
+        let va = with_ctx_mut(|c| c.alloc_memory(node, anchor, size, align, flags, fixed))?;
+        *addr = va as usize as *mut c_void;
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `MemoryAddress` must be NULL or valid for reads and writes of a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtAllocMemory(
+    PreferredNode: HSAuint32,
+    SizeInBytes: HSAuint64,
+    MemFlags: HsaMemFlags,
+    MemoryAddress: *mut *mut c_void,
+) -> HSAKMT_STATUS {
+    alloc("hsaKmtAllocMemory", PreferredNode, None, SizeInBytes, 0, MemFlags, MemoryAddress)
+}
+
+/// # Safety
+/// `MemoryAddress` must be NULL or valid for reads and writes of a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtAllocMemoryAlign(
+    PreferredNode: HSAuint32,
+    SizeInBytes: HSAuint64,
+    Alignment: HSAuint64,
+    MemFlags: HsaMemFlags,
+    MemoryAddress: *mut *mut c_void,
+) -> HSAKMT_STATUS {
+    alloc("hsaKmtAllocMemoryAlign", PreferredNode, None, SizeInBytes, Alignment, MemFlags, MemoryAddress)
+}
+
+/// GTT memory owned by `GttAnchorNode`'s GPU, accounted to `PreferredNode`.
+///
+/// # Safety
+/// `MemoryAddress` must be NULL or valid for reads and writes of a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtAllocMemoryHostGtt(
+    PreferredNode: HSAuint32,
+    GttAnchorNode: HSAuint32,
+    SizeInBytes: HSAuint64,
+    MemFlags: HsaMemFlags,
+    MemoryAddress: *mut *mut c_void,
+) -> HSAKMT_STATUS {
+    alloc("hsaKmtAllocMemoryHostGtt", PreferredNode, Some(GttAnchorNode), SizeInBytes, 0, MemFlags, MemoryAddress)
+}
+
+/// # Safety
+/// `MemoryAddress` is an address, never dereferenced here.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtFreeMemory(MemoryAddress: *mut c_void, _SizeInBytes: HSAuint64) -> HSAKMT_STATUS {
+    guard("hsaKmtFreeMemory", || with_ctx_mut(|c| c.free_memory(MemoryAddress as u64)))
+}
+
+/// # Safety
+/// `AvailableBytes` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtAvailableMemory(Node: HSAuint32, AvailableBytes: *mut HSAuint64) -> HSAKMT_STATUS {
+    guard("hsaKmtAvailableMemory", || {
+        let v = with_ctx(|c| c.available_memory(Node))?;
+        // SAFETY: the C caller's pointer contract.
+        *unsafe { out(AvailableBytes) }? = v;
+        Ok(())
+    })
+}
+
+/// # Safety
+/// Addresses are passed through, never dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtSetMemoryPolicy(
+    Node: HSAuint32,
+    _DefaultPolicy: HSAuint32,
+    _AlternatePolicy: HSAuint32,
+    _MemoryAddressAlternate: *mut c_void,
+    _MemorySizeInBytes: HSAuint64,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtSetMemoryPolicy", || with_ctx(|c| c.set_memory_policy(Node)))
+}
+
+/// # Safety
+/// The range must be the caller's memory (the KFD checks it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterMemory(MemoryAddress: *mut c_void, MemorySizeInBytes: HSAuint64) -> HSAKMT_STATUS {
+    guard("hsaKmtRegisterMemory", || with_ctx_mut(|c| c.register_memory(MemoryAddress as u64, MemorySizeInBytes, None, true, false)))
+}
+
+/// # Safety
+/// `NodeArray` must be NULL or hold `NumberOfNodes` readable elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
+    MemoryAddress: *mut c_void,
+    MemorySizeInBytes: HSAuint64,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtRegisterMemoryToNodes", || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let nodes = unsafe { node_array(NumberOfNodes, NodeArray) }?;
+        with_ctx_mut(|c| c.register_memory(MemoryAddress as u64, MemorySizeInBytes, Some(nodes), true, false))
+    })
+}
+
+/// # Safety
+/// The range must be the caller's memory (the KFD checks it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterMemoryWithFlags(
+    MemoryAddress: *mut c_void,
+    MemorySizeInBytes: HSAuint64,
+    MemFlags: HsaMemFlags,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtRegisterMemoryWithFlags", || {
+        with_ctx(|_| Ok(()))?;
+        let (coarse, ext) = (MemFlags.bf_CoarseGrain() != 0, MemFlags.bf_ExtendedCoherent() != 0);
+        if coarse && ext {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if MemFlags.bf_HostAccess() != 1 || MemFlags.bf_NonPaged() == 1 {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        with_ctx_mut(|c| c.register_memory(MemoryAddress as u64, MemorySizeInBytes, None, coarse, ext))
+    })
+}
+
+/// # Safety
+/// `MemoryAddress` is an address, never dereferenced here.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtDeregisterMemory(MemoryAddress: *mut c_void) -> HSAKMT_STATUS {
+    guard("hsaKmtDeregisterMemory", || with_ctx_mut(|c| c.deregister_memory(MemoryAddress as u64)))
+}
+
+/// # Safety
+/// `AlternateVAGPU` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
+    MemoryAddress: *mut c_void,
+    _MemorySizeInBytes: HSAuint64,
+    AlternateVAGPU: *mut HSAuint64,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtMapMemoryToGPU", || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract (optional out-parameter).
+        let alt = unsafe { AlternateVAGPU.as_mut() };
+        let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, None))?;
+        if let Some(alt) = alt {
+            *alt = v;
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `AlternateVAGPU` must be NULL or writable; `NodeArray` must hold `NumberOfNodes` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
+    MemoryAddress: *mut c_void,
+    _MemorySizeInBytes: HSAuint64,
+    AlternateVAGPU: *mut HSAuint64,
+    _MemFlags: HsaMemFlags,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtMapMemoryToGPUNodes", || {
+        with_ctx(|_| Ok(()))?;
+        if MemoryAddress.is_null() {
+            return Err(Status::ERROR);
+        }
+        // SAFETY: the C caller's pointer contract.
+        let nodes = unsafe { node_array(NumberOfNodes, NodeArray) }?;
+        // SAFETY: the C caller's pointer contract (optional out-parameter).
+        let alt = unsafe { AlternateVAGPU.as_mut() };
+        let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, Some(nodes)))?;
+        if let Some(alt) = alt {
+            *alt = v;
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `MemoryAddress` is an address, never dereferenced here.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtUnmapMemoryToGPU(MemoryAddress: *mut c_void) -> HSAKMT_STATUS {
+    guard("hsaKmtUnmapMemoryToGPU", || with_ctx_mut(|c| c.unmap_memory_to_gpu(MemoryAddress as u64)))
+}
+
+/// # Safety
+/// `PointerInfo` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtQueryPointerInfo(Pointer: *const c_void, PointerInfo: *mut HsaPointerInfo) -> HSAKMT_STATUS {
+    guard("hsaKmtQueryPointerInfo", || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let info = unsafe { out(PointerInfo) }?;
+        match with_ctx(|c| c.query_pointer_info(Pointer as u64)) {
+            Ok(i) => {
+                *info = i;
+                Ok(())
+            }
+            Err(s) => {
+                // Upstream: an unknown pointer is reported as HSA_POINTER_UNKNOWN.
+                *info = zerocopy::FromZeros::new_zeroed();
+                info.Type = HSA_POINTER_UNKNOWN;
+                Err(s)
+            }
+        }
+    })
+}
+
+/// # Safety
+/// Both pointers are stored or compared as addresses, never dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtSetMemoryUserData(Pointer: *const c_void, UserData: *mut c_void) -> HSAKMT_STATUS {
+    guard("hsaKmtSetMemoryUserData", || with_ctx_mut(|c| c.set_memory_user_data(Pointer as u64, UserData as u64)))
+}
+
+/// # Safety
+/// `SharedMemoryHandle` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtShareMemory(
+    MemoryAddress: *mut c_void,
+    SizeInBytes: HSAuint64,
+    SharedMemoryHandle: *mut HsaSharedMemoryHandle,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtShareMemory", || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let dst = unsafe { out(SharedMemoryHandle) }?;
+        *dst = with_ctx_mut(|c| c.share_memory(MemoryAddress as u64, SizeInBytes))?;
+        Ok(())
+    })
+}
+
+fn register_shared(
+    name: &'static str,
+    h: *const HsaSharedMemoryHandle,
+    addr: *mut *mut c_void,
+    size: *mut HSAuint64,
+    nodes: Option<(u64, *const u32)>,
+) -> HSAKMT_STATUS {
+    guard(name, || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let h = unsafe { h.as_ref() }.ok_or(Status::INVALID_PARAMETER)?;
+        // SAFETY: the C caller's pointer contract.
+        let addr = unsafe { out(addr) }?;
+        // SAFETY: the C caller's pointer contract.
+        let size = unsafe { out(size) }?;
+        let nodes = match nodes {
+            // SAFETY: the C caller's pointer contract.
+            Some((n, p)) if !p.is_null() => Some(unsafe { node_array(n, p) }?),
+            _ => None,
+        };
+        let (va, len) = with_ctx_mut(|c| c.register_shared_handle(h, nodes))?;
+        *addr = va as usize as *mut c_void;
+        *size = len;
+        Ok(())
+    })
+}
+
+/// # Safety
+/// Pointers must be NULL or valid (handle readable, outputs writable).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterSharedHandle(
+    SharedMemoryHandle: *const HsaSharedMemoryHandle,
+    MemoryAddress: *mut *mut c_void,
+    SizeInBytes: *mut HSAuint64,
+) -> HSAKMT_STATUS {
+    register_shared("hsaKmtRegisterSharedHandle", SharedMemoryHandle, MemoryAddress, SizeInBytes, None)
+}
+
+/// # Safety
+/// Pointers must be NULL or valid; `NodeArray` holds `NumberOfNodes` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterSharedHandleToNodes(
+    SharedMemoryHandle: *const HsaSharedMemoryHandle,
+    MemoryAddress: *mut *mut c_void,
+    SizeInBytes: *mut HSAuint64,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+) -> HSAKMT_STATUS {
+    register_shared("hsaKmtRegisterSharedHandleToNodes", SharedMemoryHandle, MemoryAddress, SizeInBytes, Some((NumberOfNodes, NodeArray)))
+}
+
+/// # Safety
+/// `DMABufFd` and `Offset` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtExportDMABufHandle(
+    MemoryAddress: *mut c_void,
+    MemorySizeInBytes: HSAuint64,
+    DMABufFd: *mut i32,
+    Offset: *mut HSAuint64,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtExportDMABufHandle", || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let fd = unsafe { out(DMABufFd) }?;
+        // SAFETY: the C caller's pointer contract.
+        let off = unsafe { out(Offset) }?;
+        let (f, o) = with_ctx_mut(|c| c.export_dmabuf(MemoryAddress as u64, MemorySizeInBytes))?;
+        *fd = f;
+        *off = o;
+        Ok(())
+    })
+}
+
+/// Upstream: deprecated, always NOT_IMPLEMENTED.
+///
+/// # Safety
+/// Nothing is dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtProcessVMRead(
+    _Pid: HSAuint32,
+    _LocalMemoryArray: *mut HsaMemoryRange,
+    _LocalMemoryArrayCount: HSAuint64,
+    _RemoteMemoryArray: *mut HsaMemoryRange,
+    _RemoteMemoryArrayCount: HSAuint64,
+    _SizeCopied: *mut HSAuint64,
+) -> HSAKMT_STATUS {
+    Status::NOT_IMPLEMENTED.0
+}
+
+/// Upstream: deprecated, always NOT_IMPLEMENTED.
+///
+/// # Safety
+/// Nothing is dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtProcessVMWrite(
+    _Pid: HSAuint32,
+    _LocalMemoryArray: *mut HsaMemoryRange,
+    _LocalMemoryArrayCount: HSAuint64,
+    _RemoteMemoryArray: *mut HsaMemoryRange,
+    _RemoteMemoryArrayCount: HSAuint64,
+    _SizeCopied: *mut HSAuint64,
+) -> HSAKMT_STATUS {
+    Status::NOT_IMPLEMENTED.0
+}
+
+/// Upstream: NOT_IMPLEMENTED on Linux.
+///
+/// # Safety
+/// Nothing is dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtMapGraphicHandle(
+    _NodeId: HSAuint32,
+    _GraphicDeviceHandle: HSAuint64,
+    _GraphicResourceHandle: HSAuint64,
+    _GraphicResourceOffset: HSAuint64,
+    _GraphicResourceSize: HSAuint64,
+    _FlatMemoryAddress: *mut HSAuint64,
+) -> HSAKMT_STATUS {
+    Status::NOT_IMPLEMENTED.0
+}
+
+/// Upstream: UnmapMemoryToGPU of the flat address.
+#[unsafe(no_mangle)]
+pub extern "C" fn hsaKmtUnmapGraphicHandle(_NodeId: HSAuint32, FlatMemoryAddress: HSAuint64, _SizeInBytes: HSAuint64) -> HSAKMT_STATUS {
+    guard("hsaKmtUnmapGraphicHandle", || with_ctx_mut(|c| c.unmap_memory_to_gpu(FlatMemoryAddress)))
+}
+
+/// # Safety
+/// `config` must be NULL or valid; its arrays must hold the counts it states.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetTileConfig(NodeId: HSAuint32, config: *mut HsaGpuTileConfig) -> HSAKMT_STATUS {
+    guard("hsaKmtGetTileConfig", || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let cfg = unsafe { out(config) }?;
+        let (nt, nm) = (cfg.NumTileConfigs as usize, cfg.NumMacroTileConfigs as usize);
+        let slice = |p: *mut u32, n: usize| -> KmtResult<&mut [u32]> {
+            if n == 0 {
+                return Ok(&mut []);
+            }
+            if p.is_null() {
+                return Err(Status::INVALID_PARAMETER);
+            }
+            // SAFETY: the caller states `n` elements at `p`.
+            Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+        };
+        let tile = slice(cfg.TileConfig, nt)?;
+        let macro_tile = slice(cfg.MacroTileConfig, nm)?;
+        let (t, m, gb, banks, ranks, _) = with_ctx(|c| c.tile_config(NodeId, tile, macro_tile))?;
+        cfg.NumTileConfigs = t;
+        cfg.NumMacroTileConfigs = m;
+        cfg.GbAddrConfig = gb;
+        cfg.NumBanks = banks;
+        cfg.NumRanks = ranks;
+        Ok(())
+    })
+}
+
+/// On a model there is no libdrm device: NULL and SUCCESS (upstream's model behaviour). On the
+/// kernel we do not use libdrm yet: INVALID_HANDLE, what upstream answers without a device.
+///
+/// # Safety
+/// `DeviceHandle` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(NodeId: HSAuint32, DeviceHandle: *mut HsaAMDGPUDeviceHandle) -> HSAKMT_STATUS {
+    guard("hsaKmtGetAMDGPUDeviceHandle", || {
+        let (is_gpu, model) = with_ctx(|c| Ok((c.node_properties(NodeId)?.KFDGpuID != 0, c.backend() != hsakmt_core::Backend::Kernel)))?;
+        if !is_gpu {
+            return Err(Status::INVALID_NODE_UNIT);
+        }
+        // SAFETY: the C caller's pointer contract.
+        let dst = unsafe { out(DeviceHandle) }?;
+        if model {
+            *dst = std::ptr::null_mut();
+            Ok(())
+        } else {
+            Err(Status::INVALID_HANDLE)
+        }
+    })
+}

@@ -1,0 +1,124 @@
+/* The memory API as a ROCm runtime uses it: VRAM and system allocations, CPU access,
+ * GPU mapping, pointer queries, user-pointer registration, IPC export, and the statuses of
+ * bad input. Upstream API names only. Exit 0 on success. */
+#include <hsakmt/hsakmt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define EXPECT(cond)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                                 \
+			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
+			failures++;                                                \
+		}                                                              \
+	} while (0)
+
+int main(void)
+{
+	HsaSystemProperties sys;
+	HsaNodeProperties p;
+	HSAuint32 gpu = 0, cpu = 0;
+	void *vram = NULL, *host = NULL, *tmp = NULL;
+	HsaMemFlags f;
+	HsaPointerInfo info;
+	HSAuint64 avail0 = 0, avail1 = 0, alt = 0;
+
+	memset(&f, 0, sizeof(f));
+	EXPECT(hsaKmtAllocMemory(0, 4096, f, &tmp) == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
+	EXPECT(hsaKmtOpenKFD() == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtAcquireSystemProperties(&sys) == HSAKMT_STATUS_SUCCESS);
+	for (HSAuint32 n = 0; n < sys.NumNodes; n++) {
+		EXPECT(hsaKmtGetNodeProperties(n, &p) == HSAKMT_STATUS_SUCCESS);
+		if (p.KFDGpuID && !gpu)
+			gpu = n;
+	}
+	EXPECT(gpu != 0);
+
+	/* VRAM, host-accessible: the CPU sees it at the address the GPU uses. */
+	f.ui32.NonPaged = 1;
+	f.ui32.HostAccess = 1;
+	f.ui32.CoarseGrain = 1;
+	EXPECT(hsaKmtAvailableMemory(gpu, &avail0) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtAllocMemory(gpu, 1 << 20, f, &vram) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(vram != NULL && ((uintptr_t)vram & 4095) == 0);
+	EXPECT(hsaKmtAvailableMemory(gpu, &avail1) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(avail1 <= avail0 - (1 << 20));
+	if (vram) {
+		memset(vram, 0xa5, 1 << 20);
+		EXPECT(((unsigned char *)vram)[12345] == 0xa5);
+	}
+	EXPECT(hsaKmtMapMemoryToGPU(vram, 1 << 20, &alt) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo((char *)vram + 4096, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.Type == HSA_POINTER_ALLOCATED);
+	EXPECT(info.Node == gpu);
+	EXPECT(info.GPUAddress == (HSAuint64)(uintptr_t)vram);
+	EXPECT(info.SizeInBytes == (1 << 20));
+	EXPECT(info.NMappedNodes == 1 && info.MappedNodes && info.MappedNodes[0] == gpu);
+	EXPECT(hsaKmtSetMemoryUserData(vram, (void *)0x1234) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(vram, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.UserData == (void *)0x1234);
+
+	/* The KFD refuses to free a mapped BO: upstream reports ERROR and keeps the buffer. */
+	EXPECT(hsaKmtFreeMemory(vram, 1 << 20) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtQueryPointerInfo(vram, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(vram) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(vram) == HSAKMT_STATUS_SUCCESS); /* unmapping twice is fine */
+	EXPECT(hsaKmtFreeMemory(vram, 1 << 20) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(vram, &info) != HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.Type == HSA_POINTER_UNKNOWN);
+	EXPECT(hsaKmtAvailableMemory(gpu, &avail1) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(avail1 == avail0);
+
+	/* Paged system memory on the CPU node: a userptr BO, CPU VA == GPU VA. */
+	memset(&f, 0, sizeof(f));
+	f.ui32.HostAccess = 1;
+	EXPECT(hsaKmtAllocMemory(cpu, 3 * 4096, f, &host) == HSAKMT_STATUS_SUCCESS);
+	if (host) {
+		strcpy((char *)host, "hello");
+		EXPECT(hsaKmtMapMemoryToGPU(host, 3 * 4096, NULL) == HSAKMT_STATUS_SUCCESS);
+		EXPECT(hsaKmtQueryPointerInfo(host, &info) == HSAKMT_STATUS_SUCCESS);
+		EXPECT(info.Node == cpu);
+		EXPECT(hsaKmtUnmapMemoryToGPU(host) == HSAKMT_STATUS_SUCCESS);
+		EXPECT(hsaKmtFreeMemory(host, 3 * 4096) == HSAKMT_STATUS_SUCCESS);
+	}
+
+	/* A user buffer registered for the GPUs. */
+	char *user = aligned_alloc(4096, 8192);
+	EXPECT(hsaKmtRegisterMemory(user + 100, 5000) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(user + 200, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.Type == HSA_POINTER_REGISTERED_USER);
+	EXPECT(info.CPUAddress == user + 100);
+	EXPECT(info.SizeInBytes == 5000);
+	EXPECT(hsaKmtMapMemoryToGPU(user + 100, 5000, &alt) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(user + 100) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDeregisterMemory(user + 100) == HSAKMT_STATUS_SUCCESS);
+	free(user);
+
+	/* Bad input: each a status, nothing lost. */
+	memset(&f, 0, sizeof(f));
+	f.ui32.NonPaged = 1;
+	EXPECT(hsaKmtAllocMemory(gpu, 0, f, &tmp) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtAllocMemory(gpu, 100, f, &tmp) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtAllocMemory(gpu, 4096, f, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtAllocMemoryAlign(gpu, 4096, 12288, f, &tmp) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtAllocMemory(sys.NumNodes, 4096, f, &tmp) == HSAKMT_STATUS_INVALID_NODE_UNIT);
+	EXPECT(hsaKmtMapMemoryToGPU((void *)0x12345000, 4096, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	HSAuint32 bad_nodes[2] = { gpu, sys.NumNodes + 7 };
+	EXPECT(hsaKmtAllocMemory(gpu, 8192, f, &tmp) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtMapMemoryToGPUNodes(tmp, 8192, NULL, f, 2, bad_nodes) == HSAKMT_STATUS_INVALID_NODE_UNIT);
+	EXPECT(hsaKmtQueryPointerInfo(tmp, &info) == HSAKMT_STATUS_SUCCESS && info.NMappedNodes == 0);
+	EXPECT(hsaKmtMapMemoryToGPUNodes(tmp, 8192, NULL, f, 1, bad_nodes) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(tmp) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtFreeMemory(tmp, 8192) == HSAKMT_STATUS_SUCCESS);
+	/* free of a never-allocated address or a double free: SUCCESS on SVM systems (upstream) */
+	EXPECT(hsaKmtFreeMemory(tmp, 8192) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtFreeMemory(NULL, 8192) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtProcessVMRead(1, NULL, 0, NULL, 0, NULL) == HSAKMT_STATUS_NOT_IMPLEMENTED);
+
+	EXPECT(hsaKmtCloseKFD() == HSAKMT_STATUS_SUCCESS);
+	printf(failures ? "memory_basic: FAILED\n" : "memory_basic: OK\n");
+	return failures != 0;
+}
