@@ -164,7 +164,7 @@ impl VaAllocator {
         self.alloc_with(Request::new(size, align, guard_pages))
     }
 
-    /// Allocate per `req`; returns the start. O(log n): the [`PROBE`] tightest candidate holes,
+    /// Allocate per `req`; returns the start. O(log n): the 8 tightest candidate holes,
     /// then the smallest hole that fits whatever its start; only when neither exists are the
     /// remaining near-fits examined (a nearly full aperture with a large alignment).
     pub fn alloc_with(&mut self, req: Request) -> Result<u64, VaError> {
