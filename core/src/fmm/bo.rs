@@ -207,9 +207,9 @@ impl Bo {
         self.size
     }
 
-    /// One past the last byte of GPU VA.
+    /// One past the last byte of GPU VA (saturating: a BO outside the table may hold anything).
     pub fn end(&self) -> u64 {
-        self.start + self.size
+        self.start.saturating_add(self.size)
     }
 
     /// Whether `addr` is inside the GPU range.
