@@ -465,6 +465,11 @@ impl Context {
         Ok((a.num_tile_configs, a.num_macro_tile_configs, a.gb_addr_config, a.num_banks, a.num_ranks, a.gpu_id))
     }
 
+    /// The memory manager's invariants hold (no overlapping BOs, consistent indexes).
+    pub fn check_memory_invariants(&self) -> Result<(), &'static str> {
+        self.acquired.as_ref().map_or(Ok(()), |a| a.memory.check())
+    }
+
     /// Buffer objects alive in the FMM (tests and leak checks).
     pub fn live_buffer_objects(&self) -> usize {
         self.acquired.as_ref().map_or(0, |a| a.memory.live_bos())

@@ -232,7 +232,9 @@ fn random_sequences_agree_with_a_model() {
         let mut rng = Rng(seed);
         let mut t = BoTable::new();
         // (gpu start, gpu size, optional cpu range)
-        let mut model: Vec<(u64, u64, Option<(u64, u64)>)> = Vec::new();
+        // (start, size, user range) of every live BO
+        type Shadow = (u64, u64, Option<(u64, u64)>);
+        let mut model: Vec<Shadow> = Vec::new();
         for step in 0..2000 {
             match rng.below(6) {
                 0..=2 => {

@@ -6,15 +6,75 @@ use crate::log;
 use hsakmt_core::context::{Context, OpenConfig, OpenError, Thunk};
 use hsakmt_core::{Kfd, KmtResult, Status};
 
-/// One lock for the process-wide thunk. A spin lock so the fork handlers below can release
-/// it in the child (a lock held by another thread at fork time must not stay held forever).
-static THUNK: spin::Mutex<Thunk> = spin::Mutex::new(Thunk::new());
+/// A pthread mutex, as upstream uses: waiters sleep in the kernel (no spinning with more
+/// threads than cores), and the fork handlers below keep it consistent across fork().
+pub struct ThunkLock {
+    /// glibc's `pthread_mutex_t` on x86_64 is 40 bytes; all zeroes is PTHREAD_MUTEX_INITIALIZER.
+    raw: std::cell::UnsafeCell<[u64; 5]>,
+    thunk: std::cell::UnsafeCell<Thunk>,
+}
+
+// SAFETY: `thunk` is only reached through `lock()`, which holds the pthread mutex.
+unsafe impl Sync for ThunkLock {}
+
+extern "C" {
+    fn pthread_mutex_lock(m: *mut [u64; 5]) -> i32;
+    fn pthread_mutex_unlock(m: *mut [u64; 5]) -> i32;
+}
+
+impl ThunkLock {
+    const fn new() -> Self {
+        ThunkLock { raw: std::cell::UnsafeCell::new([0; 5]), thunk: std::cell::UnsafeCell::new(Thunk::new()) }
+    }
+
+    pub fn lock(&'static self) -> ThunkGuard {
+        // SAFETY: a statically initialised default mutex, never moved.
+        unsafe { pthread_mutex_lock(self.raw.get()) };
+        ThunkGuard { lock: self }
+    }
+
+    /// # Safety
+    /// The calling thread must hold the mutex (taken with a forgotten guard).
+    unsafe fn force_unlock(&self) {
+        // SAFETY: the caller holds the mutex.
+        unsafe { pthread_mutex_unlock(self.raw.get()) };
+    }
+}
+
+pub struct ThunkGuard {
+    lock: &'static ThunkLock,
+}
+
+impl std::ops::Deref for ThunkGuard {
+    type Target = Thunk;
+    fn deref(&self) -> &Thunk {
+        // SAFETY: the guard holds the mutex, so no other reference exists.
+        unsafe { &*self.lock.thunk.get() }
+    }
+}
+
+impl std::ops::DerefMut for ThunkGuard {
+    fn deref_mut(&mut self) -> &mut Thunk {
+        // SAFETY: the guard holds the mutex, so no other reference exists.
+        unsafe { &mut *self.lock.thunk.get() }
+    }
+}
+
+impl Drop for ThunkGuard {
+    fn drop(&mut self) {
+        // SAFETY: this guard took the mutex in `lock`.
+        unsafe { self.lock.force_unlock() };
+    }
+}
+
+/// One lock for the process-wide thunk.
+static THUNK: ThunkLock = ThunkLock::new();
 
 pub fn pid() -> u32 {
     std::process::id()
 }
 
-pub fn thunk() -> spin::MutexGuard<'static, Thunk> {
+pub fn thunk() -> ThunkGuard {
     THUNK.lock()
 }
 
@@ -112,7 +172,7 @@ mod atfork {
     }
     extern "C" fn release() {
         // SAFETY: `prepare` took the lock in this thread and leaked its guard; fork() has
-        // returned, so releasing it here (parent and child) restores a consistent state.
+        // returned, so releasing it here (parent and child, the same thread) is sound.
         unsafe { super::THUNK.force_unlock() };
     }
     static ONCE: std::sync::Once = std::sync::Once::new();

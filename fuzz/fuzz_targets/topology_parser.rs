@@ -48,6 +48,14 @@ impl Kfd for FuzzKfd<'_> {
     unsafe fn munmap(&self, _: usize, _: usize) -> Result<(), Errno> {
         Ok(())
     }
+    unsafe fn map_anonymous(&self, _: Option<usize>, _: usize, _: usize, _: u32) -> Result<usize, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
+    unsafe fn release_va(&self, _: usize, _: usize) -> Result<(), Errno> {
+        Ok(())
+    }
+
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
         if (128..=255).contains(&minor) {
             Ok(3)

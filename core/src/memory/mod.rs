@@ -74,7 +74,7 @@ enum SvmVa {
     /// The kernel places each allocation inside `aperture`.
     Unreserved,
     /// A reserved range: (fine-grain, coarse-grain) allocators.
-    Reserved { coherent: VaAllocator, default: VaAllocator },
+    Reserved { coherent: alloc::boxed::Box<VaAllocator>, default: alloc::boxed::Box<VaAllocator> },
 }
 
 pub(crate) struct Memory {
@@ -140,7 +140,9 @@ impl Memory {
         if layout.svm_plan.is_some() {
             layout.init_svm(&mut PortVa(kfd)).map_err(|_| Status::NO_MEMORY)?;
             svm = match layout.svm.as_ref().and_then(|s| s.allocators(cfg.fmm.page_size)) {
-                Some((coherent, default)) => SvmVa::Reserved { coherent, default },
+                Some((coherent, default)) => {
+                    SvmVa::Reserved { coherent: alloc::boxed::Box::new(coherent), default: alloc::boxed::Box::new(default) }
+                }
                 None => SvmVa::Unreserved,
             };
         }
@@ -280,7 +282,7 @@ impl Memory {
         if align != 0 && (align < page || !align.is_power_of_two()) {
             return Err(Status::INVALID_PARAMETER);
         }
-        if size == 0 || size % page != 0 {
+        if size == 0 || !size.is_multiple_of(page) {
             return Err(Status::INVALID_PARAMETER);
         }
         if mflags.bf_FixedAddress() != 0 && fixed.is_none_or(|a| a == 0) {
@@ -288,7 +290,7 @@ impl Memory {
         }
         let fixed = if mflags.bf_FixedAddress() != 0 { fixed } else { None };
         let ext = mflags.bf_ExtendedCoherent() != 0;
-        if (ext && mflags.bf_CoarseGrain() != 0) || (ext && mflags.bf_Uncached() != 0) {
+        if ext && (mflags.bf_CoarseGrain() != 0 || mflags.bf_Uncached() != 0) {
             return Err(Status::INVALID_PARAMETER);
         }
         if mflags.bf_Scratch() != 0 {
@@ -827,7 +829,7 @@ impl Memory {
         self.layout.svm.as_ref().map(SvmApertures::heap)
     }
 
-    #[cfg(test)]
+    /// The BO table's invariants (for tests of the whole stack).
     pub(crate) fn check(&self) -> Result<(), &'static str> {
         self.bos.check_invariants()
     }
