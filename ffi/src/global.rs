@@ -5,6 +5,7 @@
 use crate::log;
 use hsakmt_core::context::{Context, OpenConfig, OpenError, Thunk};
 use hsakmt_core::{Kfd, KmtResult, Status};
+use std::sync::Arc;
 
 /// A pthread mutex, as upstream uses: waiters sleep in the kernel (no spinning with more
 /// threads than cores), and the fork handlers below keep it consistent across fork().
@@ -148,8 +149,8 @@ pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
                 return Err(OpenError { status: Status::KERNEL_IO_CHANNEL_NOT_OPENED, message });
             }
         },
-        Selection::BuiltinModel => match hsakmt_model::Model::from_env() {
-            Ok(m) => Box::new(m),
+        Selection::BuiltinModel => match builtin_model() {
+            Ok(m) => Box::new(SharedModel { model: m, release_on_drop: true }),
             Err(e) => return Err(model_err(format!("software model: {e}"))),
         },
         Selection::Plugin(lib) => match crate::plugin::PluginKfd::load(&lib) {
@@ -158,6 +159,100 @@ pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
         },
     };
     Ok((port, open_config()))
+}
+
+/// The built-in model plays the kernel: one instance per process tree and configuration, kept
+/// across CloseKFD/OpenKFD and inherited by forked children (which re-open it as themselves),
+/// so that what a parent exported over IPC a child can import.
+static BUILTIN: std::sync::Mutex<Option<(String, Arc<hsakmt_model::Model>)>> = std::sync::Mutex::new(None);
+
+fn builtin_model() -> Result<Arc<hsakmt_model::Model>, hsakmt_model::ModelError> {
+    let key: String = ["HSA_MODEL_TOPOLOGY", "HSAKMT_MODEL", "HSAKMT_MODEL_KFD_VERSION"]
+        .iter()
+        .map(|k| std::env::var(k).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\u{1}");
+    // Only make_port takes this lock, and only under the thunk lock, which the fork handlers
+    // hold across fork(): it is never held at fork time.
+    let mut slot = BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((k, m)) = slot.as_ref() {
+        if *k == key {
+            // Open it as this process (a forked child's copy belongs to the parent until then).
+            let _ = m.create_memfd();
+            return Ok(m.clone());
+        }
+    }
+    let m = Arc::new(hsakmt_model::Model::from_env()?);
+    *slot = Some((key, m.clone()));
+    Ok(m)
+}
+
+/// The shared built-in model as a port. With `release_on_drop`, dropping it (the last
+/// CloseKFD) is the process closing /dev/kfd: the model releases what the process still held.
+/// (Leak tests turn that off to see what the thunk itself gave back.)
+pub struct SharedModel {
+    pub model: Arc<hsakmt_model::Model>,
+    pub release_on_drop: bool,
+}
+
+impl Drop for SharedModel {
+    fn drop(&mut self) {
+        if self.release_on_drop {
+            self.model.release_process();
+        }
+    }
+}
+
+impl Kfd for SharedModel {
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), hsakmt_core::Errno> {
+        self.model.ioctl(request, arg)
+    }
+    unsafe fn mmap(&self, fixed: Option<usize>, len: usize, prot: u32, shared: bool, offset: u64) -> Result<usize, hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.mmap(fixed, len, prot, shared, offset) }
+    }
+    unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.munmap(addr, len) }
+    }
+    unsafe fn mmap_bo(&self, fd: i32, fixed: Option<usize>, len: usize, prot: u32, offset: u64) -> Result<usize, hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.mmap_bo(fd, fixed, len, prot, offset) }
+    }
+    unsafe fn map_anonymous(&self, fixed: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.map_anonymous(fixed, hint, len, prot) }
+    }
+    unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.release_va(addr, len) }
+    }
+    fn open_render_node(&self, minor: u32) -> Result<i32, hsakmt_core::Errno> {
+        self.model.open_render_node(minor)
+    }
+    fn close_render_node(&self, fd: i32) {
+        self.model.close_render_node(fd)
+    }
+    fn read_file(&self, tree: hsakmt_core::SysTree, path: &str, buf: &mut [u8]) -> Result<usize, hsakmt_core::Errno> {
+        self.model.read_file(tree, path, buf)
+    }
+    fn count_numbered_entries(&self, tree: hsakmt_core::SysTree, dir: &str) -> Result<u32, hsakmt_core::Errno> {
+        self.model.count_numbered_entries(tree, dir)
+    }
+    fn process_id(&self) -> u32 {
+        self.model.process_id()
+    }
+    fn backend(&self) -> hsakmt_core::Backend {
+        self.model.backend()
+    }
+    fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
+        self.model.gpu_counter_khz(gpu_id)
+    }
+}
+
+/// The built-in model this process uses, if one was opened (tests and tools look at it).
+pub fn builtin_model_instance() -> Option<Arc<hsakmt_model::Model>> {
+    BUILTIN.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|(_, m)| m.clone())
 }
 
 /// Fork safety: hold the lock across fork() so no other thread is inside it, then release

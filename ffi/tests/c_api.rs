@@ -596,10 +596,14 @@ fn broken_model_topology_is_a_clear_error() {
 fn model_plugin(lib: &Path) -> PathBuf {
     let dir = lib.parent().unwrap();
     let target_profile = if dir.ends_with("deps") { dir.parent().unwrap() } else { dir };
-    for c in [target_profile.join("libhsakmt_model.so"), target_profile.join("deps/libhsakmt_model.so")] {
-        if c.is_file() {
-            return c;
-        }
+    // Cargo builds the model's cdylib into deps/ as a dependency of this package; a copy one
+    // level up may be older. Take the newest.
+    let newest = [target_profile.join("deps/libhsakmt_model.so"), target_profile.join("libhsakmt_model.so")]
+        .into_iter()
+        .filter_map(|c| fs::metadata(&c).and_then(|m| m.modified()).ok().map(|t| (t, c)))
+        .max_by_key(|(t, _)| *t);
+    if let Some((_, c)) = newest {
+        return c;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let target_dir = target_profile.parent().unwrap();
@@ -676,4 +680,12 @@ fn memory_api_from_c() {
         let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
         assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("memory_basic: OK"), "{model}:\n{}", show(&o));
     }
+}
+
+#[test]
+fn ipc_export_in_parent_import_in_forked_child() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "ipc_fork");
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("ipc_fork: OK"), "{}", show(&o));
 }
