@@ -487,13 +487,10 @@ impl Model {
 
     /// Drop a BO (unmapped from everything first): its backing, accounting and registry hold.
     fn release_bo(&self, st: &mut Process, handle: u64) {
-        let Some(mut bo) = st.mem.bos.remove(&handle) else { return };
-        for (g, per) in st.mem.gpus.iter_mut().enumerate() {
-            if bo.mapped & (1u128 << (g as u32 % 128)) != 0 {
-                per.pt.retain(|_, p| p.handle != handle);
-            }
+        for g in 0..st.mem.gpus.len() {
+            let _ = Self::unmap_one(st, handle, g);
         }
-        bo.mapped = 0;
+        let Some(bo) = st.mem.bos.remove(&handle) else { return };
         st.mem.gpus[bo.gpu].idr.free(handle as u32);
         if let Some(off) = bo.backing.file_offset() {
             st.mem.mappable.remove(&(off, handle));
