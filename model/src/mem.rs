@@ -34,6 +34,7 @@ use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
 use rustix::fd::{BorrowedFd, IntoRawFd, OwnedFd};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use zerocopy::IntoBytes;
 
 const EINVAL: i32 = libc::EINVAL;
 const EFAULT: i32 = libc::EFAULT;
@@ -261,7 +262,12 @@ fn read_dmabuf(fd: u32) -> Result<([u32; 4], [u32; 4]), i32> {
     }
     // SAFETY: borrowed for fstat/pread only; a closed descriptor fails there with EBADF.
     let b = unsafe { BorrowedFd::borrow_raw(fd) };
-    rustix::fs::fstat(b).map_err(|_| libc::EBADF)?;
+    let st = rustix::fs::fstat(b).map_err(|_| libc::EBADF)?;
+    // Model dmabufs are memfds: regular files. Anything else (pipes, sockets, devices) is not
+    // read at all, so a fuzzed descriptor can never block.
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(EINVAL);
+    }
     let mut rec = [0u8; 40];
     match rustix::io::pread(b, &mut rec, 0) {
         Ok(40) => {}
@@ -541,15 +547,21 @@ impl Model {
         *st = Process::new(self.gpus.len());
     }
 
-    /// Read the device id array of MAP/UNMAP (the kernel's kmalloc_array + copy_from_user).
-    fn device_ids(ptr: u64, n: u32) -> Result<Vec<u32>, i32> {
+    /// Read the device id array of MAP/UNMAP (the kernel's kmalloc_array + copy_from_user) into
+    /// `small` when it fits (no allocation), else onto the heap.
+    fn device_ids<'a>(ptr: u64, n: u32, small: &'a mut [u32; 64], heap: &'a mut Vec<u32>) -> Result<&'a [u32], i32> {
         let bytes = u64::from(n) * 4;
         if bytes > KMALLOC_MAX {
             return Err(ENOMEM);
         }
-        let mut raw = vec![0u8; bytes as usize];
-        copy_from_user(&mut raw, ptr as usize).map_err(|_| EFAULT)?;
-        Ok(raw.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect())
+        let ids: &mut [u32] = if n as usize <= small.len() {
+            &mut small[..n as usize]
+        } else {
+            heap.resize(n as usize, 0);
+            heap
+        };
+        copy_from_user(ids.as_mut_bytes(), ptr as usize).map_err(|_| EFAULT)?;
+        Ok(ids)
     }
 
     /// MAP_MEMORY_TO_GPU.
@@ -572,7 +584,8 @@ impl Model {
         if n == 0 || *n_success > n {
             return Err(EINVAL);
         }
-        let ids = Self::device_ids(ids_ptr, n)?;
+        let (mut small, mut heap) = ([0u32; 64], Vec::new());
+        let ids = Self::device_ids(ids_ptr, n, &mut small, &mut heap)?;
         let mut st = self.lock();
         let owner = self.gpu_index(gpu_of(handle)).ok_or(EINVAL)?;
         if map && st.vms[owner].is_none() {
@@ -638,11 +651,14 @@ impl Model {
             return Err(EINVAL);
         }
         bo.mapped &= !bit;
-        let (va, span) = (bo.va, bo.va_span());
+        // The BO's mappings start at its VA (and, for AQL memory, one BO size further).
+        let (va, size, copies) = (bo.va, bo.size, if bo.aql() { 2 } else { 1 });
         let pt = &mut st.mem.gpus[g].pt;
-        let starts: Vec<u64> = pt.range(va..va.saturating_add(span)).filter(|(_, p)| p.handle == handle).map(|(s, _)| *s).collect();
-        for s in starts {
-            pt.remove(&s);
+        for c in 0..copies {
+            let start = va + c * size;
+            if pt.get(&start).is_some_and(|p| p.handle == handle) {
+                pt.remove(&start);
+            }
         }
         Ok(())
     }
