@@ -450,6 +450,16 @@ impl Context {
         mem.export_dmabuf(kfd, addr, size)
     }
 
+    /// hsaKmtRegisterGraphicsHandleToNodes(Ext): returns (va, size, node, metadata pointer,
+    /// metadata size); the metadata stays valid until the import is deregistered.
+    pub fn register_graphics_handle(&mut self, dmabuf_fd: i32, nodes: Option<&[u32]>) -> KmtResult<(u64, u64, u32, *const u8, u32)> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        let (va, size, node) = mem.import_graphics(kfd, dmabuf_fd, nodes)?;
+        let md = mem.metadata(va).unwrap_or(&[]);
+        let ptr = if md.is_empty() { core::ptr::null() } else { md.as_ptr() };
+        Ok((va, size, node, ptr, md.len() as u32))
+    }
+
     /// hsaKmtGetTileConfig: the caller's arrays (sizes in `cfg`) are zeroed, then filled.
     pub fn tile_config(&self, node: u32, tile: &mut [u32], macro_tile: &mut [u32]) -> KmtResult<(u32, u32, u32, u32, u32, u32)> {
         let (n, _) = self.node(node)?;

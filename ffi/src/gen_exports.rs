@@ -4,8 +4,8 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (41): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
-// Stubs: 147.
+// Hand-written exports at generation time (43): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
+// Stubs: 145.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
@@ -249,35 +249,6 @@ pub unsafe extern "C" fn hsaKmtGetKernelQueueId(_queue_id: HSA_QUEUEID, _kernel_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtQueueRingDoorbell(_queue_id: HSA_QUEUEID, _value: HSAuint64) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtQueueRingDoorbell")
-}
-
-/// `hsaKmtRegisterGraphicsHandleToNodes` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodes(
-    _graphics_resource_handle: HSAuint64,
-    _graphics_resource_info: *mut HsaGraphicsResourceInfo,
-    _number_of_nodes: HSAuint64,
-    _node_array: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterGraphicsHandleToNodes")
-}
-
-/// `hsaKmtRegisterGraphicsHandleToNodesExt` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodesExt(
-    _graphics_resource_handle: HSAuint64,
-    _graphics_resource_info: *mut HsaGraphicsResourceInfo,
-    _number_of_nodes: HSAuint64,
-    _node_array: *mut HSAuint32,
-    _register_flags: HSA_REGISTER_MEM_FLAGS,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtRegisterGraphicsHandleToNodesExt")
 }
 
 /// `hsaKmtImportExternalSemaphore` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

@@ -447,3 +447,56 @@ pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(NodeId: HSAuint32, DeviceHa
         }
     })
 }
+
+fn register_graphics(name: &'static str, handle: u64, info: *mut HsaGraphicsResourceInfo, n: u64, nodes: *const u32) -> HSAKMT_STATUS {
+    guard(name, || {
+        with_ctx(|_| Ok(()))?;
+        // SAFETY: the C caller's pointer contract.
+        let info = unsafe { out(info) }?;
+        // upstream validates the node array only when one is given
+        let nodes = if nodes.is_null() && n == 0 {
+            None
+        } else {
+            // SAFETY: the C caller's pointer contract.
+            Some(unsafe { node_array(n, nodes) }?)
+        };
+        let fd = i32::try_from(handle).map_err(|_| Status::ERROR)?;
+        let (va, size, node, md, md_size) = with_ctx_mut(|c| c.register_graphics_handle(fd, nodes))?;
+        info.MemoryAddress = va as usize as *mut c_void;
+        info.SizeInBytes = size;
+        info.Metadata = md.cast();
+        info.MetadataSizeInBytes = md_size;
+        info.NodeId = node;
+        Ok(())
+    })
+}
+
+/// A graphics resource (a dma-buf fd) imported for the GPUs.
+///
+/// # Safety
+/// `GraphicsResourceInfo` must be NULL or writable; `NodeArray` holds `NumberOfNodes` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodes(
+    GraphicsResourceHandle: HSAuint64,
+    GraphicsResourceInfo: *mut HsaGraphicsResourceInfo,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+) -> HSAKMT_STATUS {
+    register_graphics("hsaKmtRegisterGraphicsHandleToNodes", GraphicsResourceHandle, GraphicsResourceInfo, NumberOfNodes, NodeArray)
+}
+
+/// As RegisterGraphicsHandleToNodes; the register flags only choose the VA kind upstream,
+/// and every import here gets an SVM address.
+///
+/// # Safety
+/// As [`hsaKmtRegisterGraphicsHandleToNodes`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodesExt(
+    GraphicsResourceHandle: HSAuint64,
+    GraphicsResourceInfo: *mut HsaGraphicsResourceInfo,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+    _RegisterFlags: HSA_REGISTER_MEM_FLAGS,
+) -> HSAKMT_STATUS {
+    register_graphics("hsaKmtRegisterGraphicsHandleToNodesExt", GraphicsResourceHandle, GraphicsResourceInfo, NumberOfNodes, NodeArray)
+}

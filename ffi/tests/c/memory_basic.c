@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 #define EXPECT(cond)                                                   \
@@ -66,6 +67,26 @@ int main(void)
 	EXPECT(hsaKmtQueryPointerInfo(vram, &info) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtUnmapMemoryToGPU(vram) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtUnmapMemoryToGPU(vram) == HSAKMT_STATUS_SUCCESS); /* unmapping twice is fine */
+
+	/* dma-buf: export a window of the buffer, import it back as a graphics resource */
+	int fd = -1;
+	HSAuint64 off = 0;
+	EXPECT(hsaKmtExportDMABufHandle((char *)vram + 8192, 4096, &fd, &off) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(off == 8192 && fd >= 0);
+	EXPECT(hsaKmtExportDMABufHandle((char *)vram + 8192, 1 << 20, &fd, &off) == HSAKMT_STATUS_INVALID_PARAMETER);
+	HsaGraphicsResourceInfo gi;
+	memset(&gi, 0, sizeof(gi));
+	EXPECT(hsaKmtRegisterGraphicsHandleToNodes((HSAuint64)fd, &gi, 1, &gpu) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(gi.SizeInBytes == (1 << 20) && gi.NodeId == gpu && gi.MemoryAddress != NULL);
+	EXPECT(gi.MemoryAddress != vram);
+	EXPECT(hsaKmtQueryPointerInfo(gi.MemoryAddress, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.Type == HSA_POINTER_REGISTERED_GRAPHICS);
+	EXPECT(hsaKmtMapMemoryToGPU(gi.MemoryAddress, gi.SizeInBytes, NULL) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(gi.MemoryAddress) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDeregisterMemory(gi.MemoryAddress) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(gi.MemoryAddress, &info) != HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtRegisterGraphicsHandleToNodes(987654, &gi, 0, NULL) == HSAKMT_STATUS_ERROR);
+	close(fd);
 	EXPECT(hsaKmtFreeMemory(vram, 1 << 20) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtQueryPointerInfo(vram, &info) != HSAKMT_STATUS_SUCCESS);
 	EXPECT(info.Type == HSA_POINTER_UNKNOWN);
