@@ -618,7 +618,7 @@ fn memory_policy_scratch_and_tile_config() {
     raw(m, AMDKFD_IOC_GET_TILE_CONFIG, &mut t).unwrap();
     t.gpu_id = 1;
     assert_eq!(raw(m, AMDKFD_IOC_GET_TILE_CONFIG, &mut t), Err(EINVAL));
-    // Vega12 and Raven golden values.
+    // gfx900 (MI25, Vega10): its golden GB_ADDR_CONFIG.
     let mi25 = setup("mi25");
     t.gpu_id = mi25.ids[0];
     t.tile_config_ptr = 0;
