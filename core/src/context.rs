@@ -192,6 +192,10 @@ impl Context {
     }
 
     /// The node, or INVALID_NODE_UNIT (also before AcquireSystemProperties, as upstream).
+    fn mmio_page(&self, gpu_id: u32) -> Option<u64> {
+        self.acquired.as_ref()?.memory.has_mmio(gpu_id)
+    }
+
     fn svm_heap(&self) -> Option<(u64, u64)> {
         self.acquired.as_ref()?.memory.svm_heap().map(|a| (a.base, a.limit))
     }
@@ -207,7 +211,12 @@ impl Context {
 
     /// Thunk-added memory heaps of a GPU node (upstream appends LDS, SCRATCH and DEVICE_SVM
     /// after the sysfs banks; they describe apertures, not memory).
-    fn thunk_heaps(node: &topology::Node, ap: Apertures, svm: Option<(u64, u64)>) -> heapless::Vec<HsaMemoryProperties, 3> {
+    fn thunk_heaps(
+        node: &topology::Node,
+        ap: Apertures,
+        svm: Option<(u64, u64)>,
+        mmio: Option<u64>,
+    ) -> heapless::Vec<HsaMemoryProperties, 4> {
         let mut v = heapless::Vec::new();
         if node.gpu_id == 0 {
             return v;
@@ -225,13 +234,17 @@ impl Context {
         // DEVICE_SVM: the SVM aperture the FMM set up (the GPUVM range if it has none).
         let svm = svm.unwrap_or(ap.gpuvm);
         heap(HSA_HEAPTYPE_DEVICE_SVM, svm.0, span(svm));
+        // The MMIO remap (HDP flush) page, where the FMM mapped one.
+        if let Some(va) = mmio {
+            heap(HSA_HEAPTYPE_MMIO_REMAP, va, 4096);
+        }
         v
     }
 
     pub fn node_properties(&self, id: u32) -> KmtResult<HsaNodeProperties> {
         let (n, ap) = self.node(id)?;
         let mut p = n.props;
-        p.NumMemoryBanks = (n.mem_banks.len() + Self::thunk_heaps(n, ap, self.svm_heap()).len()) as u32;
+        p.NumMemoryBanks = (n.mem_banks.len() + Self::thunk_heaps(n, ap, self.svm_heap(), self.mmio_page(n.gpu_id)).len()) as u32;
         Ok(p)
     }
 
@@ -239,7 +252,7 @@ impl Context {
     /// count larger or smaller than the node's is not an error.
     pub fn node_memory_properties(&self, id: u32, out: &mut [HsaMemoryProperties]) -> KmtResult<()> {
         let (n, ap) = self.node(id)?;
-        let heaps = Self::thunk_heaps(n, ap, self.svm_heap());
+        let heaps = Self::thunk_heaps(n, ap, self.svm_heap(), self.mmio_page(n.gpu_id));
         for (dst, src) in out.iter_mut().zip(n.mem_banks.iter().chain(heaps.iter())) {
             *dst = *src;
         }
@@ -404,12 +417,12 @@ impl Context {
     }
 
     /// hsaKmtMapMemoryToGPU(Nodes); returns the alternate GPU VA (0: GPU VA == CPU VA).
-    pub fn map_memory_to_gpu(&mut self, addr: u64, nodes: Option<&[u32]>) -> KmtResult<u64> {
+    pub fn map_memory_to_gpu(&mut self, addr: u64, size: u64, nodes: Option<&[u32]>) -> KmtResult<u64> {
         if addr == 0 {
             return Err(Status::ERROR);
         }
         let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
-        mem.map(kfd, addr, nodes)
+        mem.map(kfd, addr, size, nodes)
     }
 
     pub fn unmap_memory_to_gpu(&mut self, addr: u64) -> KmtResult<()> {

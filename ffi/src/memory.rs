@@ -170,14 +170,14 @@ pub unsafe extern "C" fn hsaKmtDeregisterMemory(MemoryAddress: *mut c_void) -> H
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
     MemoryAddress: *mut c_void,
-    _MemorySizeInBytes: HSAuint64,
+    MemorySizeInBytes: HSAuint64,
     AlternateVAGPU: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtMapMemoryToGPU", || {
         with_ctx(|_| Ok(()))?;
         // SAFETY: the C caller's pointer contract (optional out-parameter).
         let alt = unsafe { AlternateVAGPU.as_mut() };
-        let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, None))?;
+        let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, MemorySizeInBytes, None))?;
         if let Some(alt) = alt {
             *alt = v;
         }
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
     MemoryAddress: *mut c_void,
-    _MemorySizeInBytes: HSAuint64,
+    MemorySizeInBytes: HSAuint64,
     AlternateVAGPU: *mut HSAuint64,
     _MemFlags: HsaMemFlags,
     NumberOfNodes: HSAuint64,
@@ -205,7 +205,7 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
         let nodes = unsafe { node_array(NumberOfNodes, NodeArray) }?;
         // SAFETY: the C caller's pointer contract (optional out-parameter).
         let alt = unsafe { AlternateVAGPU.as_mut() };
-        let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, Some(nodes)))?;
+        let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, MemorySizeInBytes, Some(nodes)))?;
         if let Some(alt) = alt {
             *alt = v;
         }

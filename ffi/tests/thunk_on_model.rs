@@ -49,7 +49,7 @@ fn cpu_writes_are_what_the_gpu_reads_and_unmapped_is_a_fault() {
     let fault = model.gpu_read(gpu_id, va + 4096, &mut buf).unwrap_err();
     assert_eq!(fault.va, va + 4096);
 
-    c.map_memory_to_gpu(va, None).unwrap();
+    c.map_memory_to_gpu(va, 0, None).unwrap();
     let mut back = vec![0u8; size as usize];
     model.gpu_read(gpu_id, va, &mut back).unwrap();
     assert_eq!(back, pattern, "the GPU reads what the CPU wrote");
@@ -83,7 +83,7 @@ fn close_after_ten_thousand_allocations_returns_every_byte() {
             // SAFETY: both kinds are CPU-mapped writable at `va` for at least one page.
             unsafe { (va as *mut u8).write_volatile(i as u8) };
             if i % 3 == 0 {
-                c.map_memory_to_gpu(va, None).unwrap();
+                c.map_memory_to_gpu(va, 0, None).unwrap();
             }
         }
         assert_eq!(c.live_buffer_objects(), 10_000);

@@ -77,8 +77,25 @@ enum SvmVa {
     Reserved { coherent: alloc::boxed::Box<VaAllocator>, default: alloc::boxed::Box<VaAllocator> },
 }
 
+/// A GPU's scratch backing range (upstream: one per GPU). The memory behind it is made at
+/// MapMemoryToGPU time, over the mapped range, and dropped at unmap.
+#[derive(Clone, Copy, Debug)]
+struct Scratch {
+    gpu: Gpu,
+    base: u64,
+    size: u64,
+    /// (start, size, KFD handle) of the backing BO while mapped.
+    backing: Option<(u64, u64, u64)>,
+}
+
+/// Scratch ranges are 64 KiB aligned (upstream SCRATCH_ALIGN).
+const SCRATCH_ALIGN: u64 = 64 << 10;
+
 pub(crate) struct Memory {
     layout: ApertureLayout,
+    scratch: Vec<Scratch>,
+    /// Per GPU, the MMIO remap (HDP flush) page: (gpu_id, va, handle).
+    mmio: Vec<(u32, u64, u64)>,
     svm: SvmVa,
     mem_handle: Option<VaAllocator>,
     bos: BoTable,
@@ -152,12 +169,120 @@ impl Memory {
             .then(|| VaAllocator::new(layout.mem_handle.base, layout.mem_handle.limit, cfg.fmm.page_size).ok())
             .flatten();
         let svm_api = topo.nodes.iter().filter(|n| n.gpu_id != 0).all(|n| n.props.Capability.bf_SVMAPISupported() != 0);
-        let mut m = Memory { layout, svm, mem_handle, bos: BoTable::default(), gpus, cfg, max_va_align_order, svm_api };
+        let mut m = Memory {
+            layout,
+            scratch: Vec::new(),
+            mmio: Vec::new(),
+            svm,
+            mem_handle,
+            bos: BoTable::default(),
+            gpus,
+            cfg,
+            max_va_align_order,
+            svm_api,
+        };
         if let Err(s) = m.set_default_policies(kfd) {
             m.teardown(kfd);
             return Err(s);
         }
+        m.map_mmio_pages(kfd);
         Ok(m)
+    }
+
+    /// The MMIO remap page of every SVM GPU (the HDP flush registers), as upstream maps it at
+    /// FMM init: one page of the fine-grain aperture, an MMIO_REMAP BO CPU-mapped from the KFD
+    /// file at the offset the KFD returns, mapped to that GPU. A GPU whose KFD offers no page
+    /// (no remap address) simply has none.
+    fn map_mmio_pages(&mut self, kfd: &dyn Kfd) {
+        let page = self.page();
+        let gpus: Vec<u32> = self.layout.mmio_gpus().map(|g| g.gpu_id).collect();
+        for gpu_id in gpus {
+            let Some(gpu) = self.gpu_by_id(gpu_id) else { continue };
+            let Ok(va) = self.reserve_svm(kfd, page, 0, true, None) else { continue };
+            let ioc = crate::fmm::aperture::MMIO_ALLOC_FLAGS | flags::ioc::NO_SUBSTITUTE;
+            let Ok((handle, off)) = self.alloc_bo(kfd, gpu, va, 0, page, ioc) else {
+                self.release_svm(kfd, va, page);
+                continue;
+            };
+            // SAFETY: `va` is this manager's reservation for exactly this page.
+            let cpu = unsafe { kfd.mmap(Some(va as usize), page as usize, PROT_READ | PROT_WRITE, true, off) };
+            let mapped = cpu.is_ok() && self.map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, &[gpu_id]).is_ok();
+            if !mapped {
+                let _ = self.free_bo_handle(kfd, handle);
+                self.release_svm(kfd, va, page);
+                continue;
+            }
+            self.layout.set_mmio(gpu_id, va);
+            self.mmio.push((gpu_id, va, handle));
+        }
+    }
+
+    /// Whether the GPU of `gpu_id` has an MMIO remap page.
+    pub(crate) fn has_mmio(&self, gpu_id: u32) -> Option<u64> {
+        self.mmio.iter().find(|m| m.0 == gpu_id).map(|m| m.1)
+    }
+
+    /// hsaKmtAllocMemory with `Scratch`: a VA range for the GPU's scratch backing, told to the
+    /// KFD with SET_SCRATCH_BACKING_VA; memory comes at map time. One range per GPU.
+    fn alloc_scratch(&mut self, kfd: &dyn Kfd, gpu: Gpu, size: u64) -> KmtResult<u64> {
+        if self.scratch.iter().any(|s| s.gpu.gpu_id == gpu.gpu_id) {
+            return Err(Status::NO_MEMORY);
+        }
+        let size = size.div_ceil(SCRATCH_ALIGN) * SCRATCH_ALIGN;
+        let va = self.reserve_svm(kfd, size, SCRATCH_ALIGN, false, None)?;
+        let mut a: kfd_ioctl_set_scratch_backing_va_args = FromZeros::new_zeroed();
+        a.va_addr = va;
+        a.gpu_id = gpu.gpu_id;
+        if ioctl_typed(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a).is_err() {
+            self.release_svm(kfd, va, size);
+            return Err(Status::NO_MEMORY);
+        }
+        self.scratch.push(Scratch { gpu, base: va, size, backing: None });
+        Ok(va)
+    }
+
+    fn scratch_index(&self, addr: u64) -> Option<usize> {
+        self.scratch.iter().position(|s| addr >= s.base && addr - s.base < s.size)
+    }
+
+    /// Map part of a scratch range: a VRAM BO over `[addr, addr + size)`, mapped to its GPU.
+    fn map_scratch(&mut self, kfd: &dyn Kfd, i: usize, addr: u64, size: u64) -> KmtResult<u64> {
+        let sc = self.scratch[i];
+        let size = if size == 0 { sc.base + sc.size - addr } else { size.div_ceil(self.page()) * self.page() };
+        if addr.checked_add(size).is_none_or(|e| e > sc.base + sc.size) || sc.backing.is_some() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let ioc = flags::ioc::VRAM | flags::ioc::WRITABLE | flags::ioc::NO_SUBSTITUTE;
+        let (handle, off) = self.alloc_bo(kfd, sc.gpu, addr, 0, size, ioc)?;
+        // The CPU view stays inaccessible (upstream maps it PROT_NONE unless a debugger asks).
+        // SAFETY: the range is inside this manager's scratch reservation.
+        if unsafe { kfd.mmap_bo(sc.gpu.render_fd, Some(addr as usize), size as usize, 0, off) }.is_err()
+            || self.map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, &[sc.gpu.gpu_id]).is_err()
+        {
+            let _ = self.free_bo_handle(kfd, handle);
+            return Err(Status::ERROR);
+        }
+        self.scratch[i].backing = Some((addr, size, handle));
+        Ok(0)
+    }
+
+    fn unmap_scratch(&mut self, kfd: &dyn Kfd, i: usize) -> KmtResult<()> {
+        let sc = self.scratch[i];
+        if let Some((addr, size, handle)) = sc.backing {
+            self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &[sc.gpu.gpu_id]).map_err(|_| Status::ERROR)?;
+            // SAFETY: back to a PROT_NONE reservation over our own scratch range.
+            let _ = unsafe { kfd.map_anonymous(Some(addr as usize), 0, size as usize, 0) };
+            self.free_bo_handle(kfd, handle).map_err(|_| Status::ERROR)?;
+            self.scratch[i].backing = None;
+        }
+        Ok(())
+    }
+
+    fn free_scratch(&mut self, kfd: &dyn Kfd, i: usize) -> KmtResult<()> {
+        self.unmap_scratch(kfd, i)?;
+        let sc = self.scratch.remove(i);
+        self.release_svm(kfd, sc.base, sc.size);
+        Ok(())
     }
 
     /// SET_MEMORY_POLICY on every SVM GPU: the fine-grain aperture is the coherent "alternate".
@@ -178,6 +303,16 @@ impl Memory {
 
     /// Release every BO, mapping and reservation (CloseKFD / Release / drop).
     pub(crate) fn teardown(&mut self, kfd: &dyn Kfd) {
+        while !self.scratch.is_empty() {
+            if self.free_scratch(kfd, 0).is_err() {
+                self.scratch.remove(0);
+            }
+        }
+        for (gpu_id, va, handle) in core::mem::take(&mut self.mmio) {
+            let _ = self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &[gpu_id]);
+            let _ = self.free_bo_handle(kfd, handle);
+            self.release_svm(kfd, va, self.page());
+        }
         let bos: Vec<Bo> = self.bos.drain().collect();
         for bo in bos {
             let _ = self.release_bo(kfd, &bo);
@@ -294,7 +429,11 @@ impl Memory {
             return Err(Status::INVALID_PARAMETER);
         }
         if mflags.bf_Scratch() != 0 {
-            return Err(if align != 0 { Status::NOT_IMPLEMENTED } else { Status::NOT_SUPPORTED });
+            if align != 0 {
+                return Err(Status::NOT_IMPLEMENTED);
+            }
+            let gpu = self.gpu_of_node(node).ok_or(Status::NO_MEMORY)?;
+            return self.alloc_scratch(kfd, gpu, size);
         }
         if mflags.bf_OnlyAddress() != 0 && mflags.bf_NoAddress() != 0 {
             return Err(Status::INVALID_PARAMETER);
@@ -489,6 +628,9 @@ impl Memory {
 
     /// hsaKmtFreeMemory: upstream answers SUCCESS for an unknown pointer on SVM systems.
     pub(crate) fn free(&mut self, kfd: &dyn Kfd, addr: u64) -> KmtResult<()> {
+        if let Some(i) = self.scratch_index(addr) {
+            return self.free_scratch(kfd, i);
+        }
         let Some(bo) = self.bos.get(addr).cloned() else {
             return if self.svm_api { Ok(()) } else { Err(Status::MEMORY_NOT_REGISTERED) };
         };
@@ -539,7 +681,10 @@ impl Memory {
     }
 
     /// hsaKmtMapMemoryToGPU(Nodes): map a BO to its default GPUs or to `nodes`.
-    pub(crate) fn map(&mut self, kfd: &dyn Kfd, addr: u64, nodes: Option<&[u32]>) -> KmtResult<u64> {
+    pub(crate) fn map(&mut self, kfd: &dyn Kfd, addr: u64, size: u64, nodes: Option<&[u32]>) -> KmtResult<u64> {
+        if let Some(i) = self.scratch_index(addr) {
+            return self.map_scratch(kfd, i, addr, size);
+        }
         let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
             return Err(if nodes.is_some() { Status::ERROR } else { Status::INVALID_PARAMETER });
         };
@@ -618,6 +763,9 @@ impl Memory {
 
     /// hsaKmtUnmapMemoryToGPU: an unknown or unmapped address is SUCCESS on SVM systems.
     pub(crate) fn unmap(&mut self, kfd: &dyn Kfd, addr: u64) -> KmtResult<()> {
+        if let Some(i) = self.scratch_index(addr) {
+            return self.unmap_scratch(kfd, i);
+        }
         let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
             return if self.svm_api { Ok(()) } else { Err(Status::ERROR) };
         };
@@ -653,6 +801,10 @@ impl Memory {
         }
         if let Some(bo) = self.bos.find_userptr_exact(addr, size).map(|b| b.start()) {
             let b = self.bos.get_mut(bo).ok_or(Status::ERROR)?;
+            if b.kind != BoKind::Userptr {
+                // memory from AllocMemory is not the user's to register (upstream)
+                return Err(Status::INVALID_HANDLE);
+            }
             if let Some(ns) = nodes {
                 if !b.registered_nodes.is_empty() && b.registered_nodes.as_slice() != ns {
                     return Err(Status::MEMORY_ALREADY_REGISTERED);
@@ -667,9 +819,8 @@ impl Memory {
                 return Err(Status::INVALID_HANDLE);
             }
         }
-        if self.bos.userptr_overlaps(addr, size) {
-            return Err(Status::MEMORY_ALREADY_REGISTERED);
-        }
+        // An overlapping (not identical) range is a registration of its own: the KFD allows
+        // user pages in several userptr BOs, and upstream registers it.
         let page = self.page();
         let cpu_page = addr & !(page - 1);
         let span = (addr - cpu_page + size).div_ceil(page) * page;

@@ -115,8 +115,53 @@ int main(void)
 	EXPECT(info.SizeInBytes == 5000);
 	EXPECT(hsaKmtMapMemoryToGPU(user + 100, 5000, &alt) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtUnmapMemoryToGPU(user + 100) == HSAKMT_STATUS_SUCCESS);
+	/* the same range again: counted; an overlapping range: a registration of its own */
+	EXPECT(hsaKmtRegisterMemory(user + 100, 5000) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtRegisterMemory(user + 4096, 4096) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtDeregisterMemory(user + 100) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(user + 200, &info) == HSAKMT_STATUS_SUCCESS); /* one count left */
+	EXPECT(hsaKmtDeregisterMemory(user + 100) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(user + 200, &info) != HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtQueryPointerInfo(user + 4096 + 8, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.Type == HSA_POINTER_REGISTERED_USER && info.CPUAddress == user + 4096);
+	EXPECT(hsaKmtDeregisterMemory(user + 4096) == HSAKMT_STATUS_SUCCESS);
+	/* registering memory that came from AllocMemory is INVALID_HANDLE (upstream) */
+	void *own = NULL;
+	memset(&f, 0, sizeof(f));
+	f.ui32.HostAccess = 1;
+	EXPECT(hsaKmtAllocMemory(cpu, 4096, f, &own) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtRegisterMemory(own, 4096) == HSAKMT_STATUS_INVALID_HANDLE);
+	EXPECT(hsaKmtFreeMemory(own, 4096) == HSAKMT_STATUS_SUCCESS);
 	free(user);
+
+	/* The GPU's banks end with upstream's aperture heaps, the MMIO remap page among them. */
+	EXPECT(hsaKmtGetNodeProperties(gpu, &p) == HSAKMT_STATUS_SUCCESS);
+	HsaMemoryProperties banks[16];
+	int mmio = 0, lds = 0;
+	EXPECT(p.NumMemoryBanks <= 16);
+	EXPECT(hsaKmtGetNodeMemoryProperties(gpu, p.NumMemoryBanks, banks) == HSAKMT_STATUS_SUCCESS);
+	for (HSAuint32 i = 0; i < p.NumMemoryBanks && i < 16; i++) {
+		if (banks[i].HeapType == HSA_HEAPTYPE_MMIO_REMAP) {
+			mmio++;
+			EXPECT(banks[i].SizeInBytes == 4096 && banks[i].VirtualBaseAddress != 0);
+		}
+		lds += banks[i].HeapType == HSA_HEAPTYPE_GPU_LDS;
+	}
+	EXPECT(mmio == 1 && lds == 1);
+
+	/* Scratch: a 64 KiB-aligned VA range per GPU; memory comes when it is mapped. */
+	void *scratch = NULL;
+	memset(&f, 0, sizeof(f));
+	f.ui32.Scratch = 1;
+	EXPECT(hsaKmtAllocMemoryAlign(gpu, 1 << 20, 1 << 16, f, &scratch) == HSAKMT_STATUS_NOT_IMPLEMENTED);
+	EXPECT(hsaKmtAllocMemory(gpu, 3 * 65536, f, &scratch) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(scratch && ((uintptr_t)scratch & 0xffff) == 0);
+	EXPECT(hsaKmtAllocMemory(gpu, 65536, f, &tmp) == HSAKMT_STATUS_NO_MEMORY); /* one per GPU */
+	EXPECT(hsaKmtMapMemoryToGPU((char *)scratch + 65536, 65536, NULL) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(scratch) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtFreeMemory(scratch, 3 * 65536) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtAllocMemory(gpu, 65536, f, &scratch) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtFreeMemory(scratch, 65536) == HSAKMT_STATUS_SUCCESS);
 
 	/* Bad input: each a status, nothing lost. */
 	memset(&f, 0, sizeof(f));
