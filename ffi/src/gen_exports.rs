@@ -4,8 +4,8 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (43): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
-// Stubs: 145.
+// Hand-written exports at generation time (45): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetSigbusDelay, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
+// Stubs: 143.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
@@ -720,15 +720,6 @@ pub unsafe extern "C" fn hsaKmtAisReadWriteFile(
     crate::boundary::not_supported("hsaKmtAisReadWriteFile")
 }
 
-/// `hsaKmtSetSigbusDelay` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetSigbusDelay(_node_id: HSAuint32, _delay_ms: HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetSigbusDelay")
-}
-
 /// `hsaKmtHandleImport` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///
 /// # Safety
@@ -824,15 +815,6 @@ pub unsafe extern "C" fn hsaKmtMemoryGetCpuAddr(
     _cpu_addr: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtMemoryGetCpuAddr")
-}
-
-/// `hsaKmtGetAmdGPUDeviceFd` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetAmdGPUDeviceFd(_device_handle: HsaAMDGPUDeviceHandle, _fd: *mut c_int) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetAmdGPUDeviceFd")
 }
 
 /// `hsaKmtOpenKFDCtx` (hsakmtctx.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

@@ -6,6 +6,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 pub mod boundary;
+mod device;
 mod gen_exports;
 pub mod global;
 pub mod log;
@@ -15,6 +16,7 @@ mod plugin;
 pub mod safe;
 mod topology;
 
+pub use device::*;
 pub use memory::*;
 pub use openclose::*;
 pub use topology::*;

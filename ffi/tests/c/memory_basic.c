@@ -183,6 +183,29 @@ int main(void)
 	EXPECT(hsaKmtFreeMemory(tmp, 8192) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtFreeMemory(NULL, 8192) == HSAKMT_STATUS_ERROR);
 	EXPECT(hsaKmtProcessVMRead(1, NULL, 0, NULL, 0, NULL) == HSAKMT_STATUS_NOT_IMPLEMENTED);
+	EXPECT(hsaKmtAvailableMemory(cpu, &avail1) == HSAKMT_STATUS_ERROR); /* the KFD refuses a CPU node */
+
+	/* Tile configuration: the caller's arrays are filled up to the counts it gives. */
+	HSAuint32 tiles[32], macro[16];
+	HsaGpuTileConfig tc;
+	memset(&tc, 0, sizeof(tc));
+	tc.TileConfig = tiles;
+	tc.MacroTileConfig = macro;
+	tc.NumTileConfigs = 32;
+	tc.NumMacroTileConfigs = 16;
+	EXPECT(hsaKmtGetTileConfig(gpu, &tc) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(tc.GbAddrConfig != 0);
+	EXPECT(tc.NumTileConfigs <= 32 && tc.NumMacroTileConfigs <= 16);
+	EXPECT(hsaKmtGetTileConfig(gpu, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+
+	/* No libdrm device on a model: upstream's answers for that case. */
+	HsaAMDGPUDeviceHandle dev = (HsaAMDGPUDeviceHandle)1;
+	int dfd = 0;
+	EXPECT(hsaKmtGetAMDGPUDeviceHandle(gpu, &dev) == HSAKMT_STATUS_SUCCESS && dev == NULL);
+	EXPECT(hsaKmtGetAMDGPUDeviceHandle(cpu, &dev) == HSAKMT_STATUS_INVALID_NODE_UNIT);
+	EXPECT(hsaKmtGetAmdGPUDeviceFd(dev, &dfd) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtSetSigbusDelay(gpu, 10) == HSAKMT_STATUS_NOT_SUPPORTED);
+	EXPECT(hsaKmtSetSigbusDelay(cpu, 10) == HSAKMT_STATUS_INVALID_NODE_UNIT);
 
 	EXPECT(hsaKmtCloseKFD() == HSAKMT_STATUS_SUCCESS);
 	printf(failures ? "memory_basic: FAILED\n" : "memory_basic: OK\n");
