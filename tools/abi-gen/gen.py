@@ -125,6 +125,7 @@ class Emitter:
         self.out = []
         self.layout = []  # (type, path, rust_offset_expr, rust_size_expr)
         self.bits = []  # (type, path, rust type, getter, setter)
+        self.union_types = set()  # Rust names of the unions emitted so far
 
     def repr_attr(self, tname):
         if self.packed(tname):
@@ -170,17 +171,12 @@ class Emitter:
         self.out.append("}")
         self.out.append("")
 
-    def emit_aggregate(self, tname, rname, size, children, base, prefix, top):
-        """Emit a struct or union for `children` (members at absolute offsets)."""
-        is_union = False
-        if not top:
-            pass
-        ctype = None
-        if len(children) > 1 and all(int(r[3]) == base for _, r, _ in children):
-            is_union = True
-        if not top:
-            # inline aggregates: trust the declared kind
-            pass
+    def emit_aggregate(self, tname, rname, size, children, base, prefix, top, is_union=None):
+        """Emit a struct or union for `children` (members at absolute offsets), then its
+        inline (anonymous or unnamed-type) members as types of their own."""
+        if is_union is None:
+            # A top-level type is a union when all its members share its first byte.
+            is_union = len(children) > 1 and all(int(r[3]) == base for _, r, _ in children)
         fields = []
         nested = []
         for seg, r, ch in children:
@@ -193,16 +189,21 @@ class Emitter:
                 ftype = self.ctx.map_type(c)
             fields.append((seg, off, fsize, ftype))
             self.layout.append((tname, prefix + seg, None, None))
-        if children and children[0][1][5] == "union (anonymous)" and False:
-            pass
-        kind = "union" if is_union else "struct"
-        self.out.append("/// `%s`%s (%d bytes)." % (tname, "" if top else (" member " + prefix.rstrip(".")), size))
+        if top:
+            self.out.append("/// `%s` (%d bytes)." % (tname, size))
+        else:
+            self.out.append("/// `%s` member `%s` (%d bytes)." % (tname, prefix.rstrip("."), size))
         self.out.append(self.repr_attr(tname))
-        self.out.append("#[derive(%s)]" % (self.union_derives(tname) if is_union else self.derives(tname, has_union=any(n[5] == "union (anonymous)" for n in nested) or self.contains_union(fields))))
-        self.out.append("pub %s %s {" % (kind, rname))
+        if is_union:
+            derive = self.union_derives(tname)
+        else:
+            has_union = any(n[5] == "union (anonymous)" for n in nested) or (top and self.contains_union(fields))
+            derive = self.derives(tname, has_union=has_union)
+        self.out.append("#[derive(%s)]" % derive)
+        self.out.append("pub %s %s {" % ("union" if is_union else "struct", rname))
         cursor = base
         pad = 0
-        for seg, off, fsize, ftype in sorted(fields, key=lambda f: f[1]) if not is_union else fields:
+        for seg, off, fsize, ftype in (fields if is_union else sorted(fields, key=lambda f: f[1])):
             if not is_union and off > cursor:
                 self.out.append("    pub _pad%d: [u8; %d]," % (pad, off - cursor))
                 pad += 1
@@ -212,59 +213,13 @@ class Emitter:
             self.out.append("    pub _pad%d: [u8; %d]," % (pad, base + size - cursor))
         self.out.append("}")
         self.out.append("")
-        self.union_types = getattr(self, "union_types", set())
         if is_union:
             self.union_types.add(rname)
         for sub, fsize, ch, off, pfx, c in nested:
-            # nested aggregates are emitted as their own types
-            sub_is_union = c == "union (anonymous)"
-            self.emit_nested(tname, sub, fsize, ch, off, pfx, sub_is_union)
+            self.emit_aggregate(tname, sub, fsize, ch, off, pfx, False, is_union=(c == "union (anonymous)"))
 
     def contains_union(self, fields):
-        ut = getattr(self, "union_types", set())
-        return any(f[3] in ut or f[3] in self.ctx_union_names() for f in fields)
-
-    def ctx_union_names(self):
-        return getattr(self, "union_types", set())
-
-    def emit_nested(self, tname, rname, size, children, base, prefix, is_union):
-        fields = []
-        nested = []
-        for seg, r, ch in children:
-            off, fsize, c = int(r[3]), int(r[4]), r[5]
-            if ch or c in ("struct (anonymous)", "union (anonymous)"):
-                sub = "%s__%s" % (rname, seg.strip("_"))
-                nested.append((sub, fsize, ch, off, prefix + seg + ".", c))
-                ftype = sub
-            else:
-                ftype = self.ctx.map_type(c)
-            fields.append((seg, off, fsize, ftype))
-            self.layout.append((tname, prefix + seg, None, None))
-        kind = "union" if is_union else "struct"
-        self.out.append("/// `%s` member `%s` (%d bytes)." % (tname, prefix.rstrip("."), size))
-        self.out.append(self.repr_attr(tname))
-        # nested types must be emitted before use in derive checks; emit children first
-        for sub, fsize, ch, off, pfx, c in nested:
-            pass
-        self.out.append("#[derive(%s)]" % (self.union_derives(tname) if is_union else self.derives(tname, has_union=any(n[5] == "union (anonymous)" for n in nested))))
-        self.out.append("pub %s %s {" % (kind, rname))
-        cursor = base
-        pad = 0
-        for seg, off, fsize, ftype in fields:
-            if not is_union and off > cursor:
-                self.out.append("    pub _pad%d: [u8; %d]," % (pad, off - cursor))
-                pad += 1
-            self.out.append("    pub %s: %s," % (ident(seg), ftype))
-            cursor = max(cursor, off + fsize)
-        if not is_union and cursor < base + size:
-            self.out.append("    pub _pad%d: [u8; %d]," % (pad, base + size - cursor))
-        self.out.append("}")
-        self.out.append("")
-        if is_union:
-            self.union_types = getattr(self, "union_types", set())
-            self.union_types.add(rname)
-        for sub, fsize, ch, off, pfx, c in nested:
-            self.emit_nested(tname, sub, fsize, ch, off, pfx, c == "union (anonymous)")
+        return any(f[3] in self.union_types for f in fields)
 
 
 def const_type(kind, ctype, ctx):
