@@ -13,5 +13,5 @@ pub mod port;
 pub mod status;
 pub mod topology;
 
-pub use port::{Backend, Kfd, SysTree};
+pub use port::{Backend, GemVaOp, Kfd, SysTree};
 pub use status::{Errno, KmtResult, Status};

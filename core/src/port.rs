@@ -102,7 +102,57 @@ pub trait Kfd: Send + Sync {
     fn gpu_counter_khz(&self, _gpu_id: u32) -> Option<u64> {
         None
     }
+
+    // ---- DRM buffer objects on a render node (upstream's handle API goes through libdrm's
+    // amdgpu_bo_* calls; these are the ioctls under them). `render_fd` is an fd from
+    // `open_render_node`; GEM handles are per open render file, as in the kernel. The defaults
+    // answer ENOSYS (a port without DRM buffer objects).
+
+    /// PRIME import: a dma-buf as a GEM handle of `render_fd`: (handle, size in bytes).
+    fn drm_import_dmabuf(&self, _render_fd: i32, _dmabuf_fd: i32) -> Result<(u32, u64), Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
+    /// PRIME export of a GEM handle as a new dma-buf fd (O_CLOEXEC, read-write), owned by the
+    /// caller.
+    fn drm_export_dmabuf(&self, _render_fd: i32, _gem: u32) -> Result<i32, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
+    /// AMDGPU_GEM_VA: map (or unmap) `[offset, offset + size)` of a GEM object at `va` of the
+    /// render file's GPU VM.
+    fn drm_gem_va(&self, _render_fd: i32, _gem: u32, _op: &GemVaOp) -> Result<(), Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
+    /// AMDGPU_GEM_MMAP: the offset at which `mmap_bo(render_fd, …)` maps the GEM object.
+    fn drm_mmap_offset(&self, _render_fd: i32, _gem: u32) -> Result<u64, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
+    /// GEM_CLOSE: drop the handle (and the VM mappings made through it).
+    fn drm_gem_close(&self, _render_fd: i32, _gem: u32) -> Result<(), Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
 }
+
+/// One AMDGPU_GEM_VA operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemVaOp {
+    /// MAP (true) or UNMAP (false).
+    pub map: bool,
+    pub va: u64,
+    /// Offset into the BO of the mapping's first byte.
+    pub offset: u64,
+    pub size: u64,
+    /// `GEM_VA_*` page flags.
+    pub flags: u32,
+}
+
+/// amdgpu's `AMDGPU_VM_PAGE_*` flags of a GEM_VA mapping.
+pub const GEM_VA_READABLE: u32 = 1 << 1;
+pub const GEM_VA_WRITEABLE: u32 = 1 << 2;
+pub const GEM_VA_EXECUTABLE: u32 = 1 << 3;
 
 /// Typed helper: issue `request` with a zerocopy argument struct.
 pub fn ioctl_typed<T: IntoBytes + FromBytes + KnownLayout + Immutable>(kfd: &dyn Kfd, request: u32, arg: &mut T) -> Result<(), Errno> {

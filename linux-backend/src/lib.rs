@@ -1,7 +1,9 @@
 //! hsakmt-linux: the `Kfd` port on a real machine — ioctls and mmaps on `/dev/kfd`,
 //! `/dev/dri/renderD<minor>`, and the KFD topology and CPU trees in sysfs.
 
-use hsakmt_core::{Backend, Errno, Kfd, SysTree};
+pub mod drm;
+
+use hsakmt_core::{Backend, Errno, GemVaOp, Kfd, SysTree};
 use rustix::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
@@ -242,6 +244,26 @@ impl Kfd for DevKfd {
 
     fn backend(&self) -> Backend {
         Backend::Kernel
+    }
+
+    fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), Errno> {
+        drm::import_dmabuf(render_fd, dmabuf_fd)
+    }
+
+    fn drm_export_dmabuf(&self, render_fd: i32, gem: u32) -> Result<i32, Errno> {
+        drm::export_dmabuf(render_fd, gem)
+    }
+
+    fn drm_gem_va(&self, render_fd: i32, gem: u32, op: &GemVaOp) -> Result<(), Errno> {
+        drm::gem_va(render_fd, gem, op)
+    }
+
+    fn drm_mmap_offset(&self, render_fd: i32, gem: u32) -> Result<u64, Errno> {
+        drm::mmap_offset(render_fd, gem)
+    }
+
+    fn drm_gem_close(&self, render_fd: i32, gem: u32) -> Result<(), Errno> {
+        drm::gem_close(render_fd, gem)
     }
 }
 
