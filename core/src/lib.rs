@@ -9,6 +9,7 @@ pub mod abi;
 pub mod context;
 pub mod fmm;
 pub mod memory;
+pub mod packet;
 pub mod port;
 pub mod status;
 pub mod topology;
