@@ -473,6 +473,51 @@ impl Context {
         Ok((va, size, node, ptr, md.len() as u32))
     }
 
+    // ---- The handle API (upstream's libdrm-based BO handles; see memory/handles.rs). Tokens,
+    // never pointers; an unknown token is ERROR (INVALID_HANDLE for export), as upstream's
+    // failures are.
+
+    /// hsaKmtHandleImport of a dma-buf: (handle token, size).
+    pub fn handle_import_dmabuf(&mut self, dmabuf_fd: i64) -> KmtResult<(u64, u64)> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.handle_import(kfd, dmabuf_fd)
+    }
+
+    /// hsaKmtHandleExport: a dma-buf fd of the handle's BO.
+    pub fn handle_export_dmabuf(&mut self, token: u64) -> KmtResult<i32> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::INVALID_HANDLE)?;
+        mem.handle_export(kfd, token)
+    }
+
+    /// hsaKmtMemoryVaMap (`flags` are HsaMemoryMapFlags) / hsaKmtMemoryVaUnmap (`flags` None).
+    pub fn memory_va_op(&mut self, token: u64, offset: u64, size: u64, addr: u64, flags: Option<u32>, node: Option<u32>) -> KmtResult<()> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.handle_va(kfd, token, offset, size, addr, flags.unwrap_or(0), node, flags.is_some())
+    }
+
+    /// hsaKmtMemoryCpuMap: the CPU address of the handle's BO.
+    pub fn memory_cpu_map(&mut self, token: u64) -> KmtResult<u64> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.handle_cpu_map(kfd, token)
+    }
+
+    /// hsaKmtMemoryGetCpuAddr: the BO's mmap offset on its render node.
+    pub fn memory_cpu_addr(&mut self, token: u64) -> KmtResult<u64> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.handle_cpu_addr(kfd, token)
+    }
+
+    /// hsaKmtMemHandleFree(PreserveMetadata).
+    pub fn mem_handle_free(&mut self, token: u64) -> KmtResult<()> {
+        let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
+        mem.handle_free(kfd, token)
+    }
+
+    /// Live handles of the handle API (tests and leak checks).
+    pub fn live_mem_handles(&self) -> usize {
+        self.acquired.as_ref().map_or(0, |a| a.memory.live_handles())
+    }
+
     /// hsaKmtGetTileConfig: the caller's arrays (sizes in `cfg`) are zeroed, then filled.
     pub fn tile_config(&self, node: u32, tile: &mut [u32], macro_tile: &mut [u32]) -> KmtResult<(u32, u32, u32, u32, u32, u32)> {
         let (n, _) = self.node(node)?;

@@ -68,8 +68,7 @@ const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemVa>() == 40);
 pub const DRM_IOCTL_GEM_CLOSE: u32 = drm_ioc(IOC_WRITE, 0x09, core::mem::size_of::<DrmGemClose>());
 pub const DRM_IOCTL_PRIME_HANDLE_TO_FD: u32 = drm_ioc(IOC_READ | IOC_WRITE, 0x2d, core::mem::size_of::<DrmPrimeHandle>());
 pub const DRM_IOCTL_PRIME_FD_TO_HANDLE: u32 = drm_ioc(IOC_READ | IOC_WRITE, 0x2e, core::mem::size_of::<DrmPrimeHandle>());
-pub const DRM_IOCTL_AMDGPU_GEM_MMAP: u32 =
-    drm_ioc(IOC_READ | IOC_WRITE, DRM_COMMAND_BASE + 0x01, core::mem::size_of::<DrmAmdgpuGemMmap>());
+pub const DRM_IOCTL_AMDGPU_GEM_MMAP: u32 = drm_ioc(IOC_READ | IOC_WRITE, DRM_COMMAND_BASE + 0x01, core::mem::size_of::<DrmAmdgpuGemMmap>());
 pub const DRM_IOCTL_AMDGPU_GEM_VA: u32 = drm_ioc(IOC_WRITE, DRM_COMMAND_BASE + 0x08, core::mem::size_of::<DrmAmdgpuGemVa>());
 
 pub const AMDGPU_VA_OP_MAP: u32 = 1;

@@ -36,6 +36,9 @@ use rustix::fd::{BorrowedFd, IntoRawFd, OwnedFd};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use zerocopy::IntoBytes;
 
+mod gem;
+pub(crate) use gem::GemVa;
+
 const EINVAL: i32 = libc::EINVAL;
 const EFAULT: i32 = libc::EFAULT;
 const ENOMEM: i32 = libc::ENOMEM;
@@ -202,6 +205,8 @@ pub(crate) struct MemState {
     mappable: BTreeMap<(u64, u64), u64>,
     pub gpus: Vec<PerGpu>,
     deferred: Vec<Deferred>,
+    /// GEM handles of the render-node stand-ins (`gem.rs`).
+    gem: gem::Gems,
 }
 
 impl MemState {
@@ -483,6 +488,9 @@ impl Model {
         let mut st = self.lock();
         self.gpu_index(gpu_of(a.handle)).ok_or(EINVAL)?;
         let bo = st.mem.bos.get(&a.handle).ok_or(EINVAL)?;
+        if st.mem.gem.holds(a.handle) {
+            return Err(EINVAL); // a GEM object's BO is not a KFD handle
+        }
         if bo.mapped != 0 {
             return Err(EBUSY);
         }

@@ -1,9 +1,10 @@
 //! `impl hsakmt_core::Kfd for Model`: the in-process port the thunk uses with the built-in model.
 
 use crate::kfd::Arg;
+use crate::mem::GemVa;
 use crate::model::Model;
 use crate::vfs::VfsError;
-use hsakmt_core::{Backend, Errno, Kfd, SysTree};
+use hsakmt_core::{Backend, Errno, GemVaOp, Kfd, SysTree};
 use rustix::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -143,5 +144,26 @@ impl Kfd for Model {
 
     fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
         self.gpu_index(gpu_id).map(|i| self.gpus[i].counter_hz / 1000)
+    }
+
+    fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), Errno> {
+        guard(|| self.gem_import_dmabuf(render_fd, dmabuf_fd).map_err(Errno))
+    }
+
+    fn drm_export_dmabuf(&self, render_fd: i32, gem: u32) -> Result<i32, Errno> {
+        guard(|| self.gem_export_dmabuf(render_fd, gem).map(|fd| fd.into_raw_fd()).map_err(Errno))
+    }
+
+    fn drm_gem_va(&self, render_fd: i32, gem: u32, op: &GemVaOp) -> Result<(), Errno> {
+        let op = GemVa { map: op.map, va: op.va, offset: op.offset, size: op.size, flags: op.flags };
+        guard(|| self.gem_va(render_fd, gem, op).map_err(Errno))
+    }
+
+    fn drm_mmap_offset(&self, render_fd: i32, gem: u32) -> Result<u64, Errno> {
+        guard(|| self.gem_mmap_offset(render_fd, gem).map_err(Errno))
+    }
+
+    fn drm_gem_close(&self, render_fd: i32, gem: u32) -> Result<(), Errno> {
+        guard(|| self.gem_close(render_fd, gem).map_err(Errno))
     }
 }

@@ -6,6 +6,7 @@
 //! over anonymous memory at its own address; GTT is pinned system memory owned by a GPU.
 
 pub mod flags;
+mod handles;
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
@@ -103,6 +104,8 @@ pub(crate) struct Memory {
     cfg: MemoryConfig,
     max_va_align_order: u32,
     svm_api: bool,
+    /// The handle API's imports (`handles.rs`).
+    handles: handles::Handles,
 }
 
 fn errno_status(e: Errno, otherwise: Status) -> Status {
@@ -180,6 +183,7 @@ impl Memory {
             cfg,
             max_va_align_order,
             svm_api,
+            handles: handles::Handles::default(),
         };
         if let Err(s) = m.set_default_policies(kfd) {
             m.teardown(kfd);
@@ -303,6 +307,7 @@ impl Memory {
 
     /// Release every BO, mapping and reservation (CloseKFD / Release / drop).
     pub(crate) fn teardown(&mut self, kfd: &dyn Kfd) {
+        self.teardown_handles(kfd);
         while !self.scratch.is_empty() {
             if self.free_scratch(kfd, 0).is_err() {
                 self.scratch.remove(0);
