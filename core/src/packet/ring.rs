@@ -114,7 +114,7 @@ impl<D: Doorbell> AqlRing<D> {
         if !size_packets.is_power_of_two() {
             return Err(RingError::NotPowerOfTwo);
         }
-        if base as usize % PACKET_LEN != 0 || write_index as usize % 8 != 0 || read_index as usize % 8 != 0 {
+        if base as usize & (PACKET_LEN - 1) != 0 || write_index as usize & 7 != 0 || read_index as usize & 7 != 0 {
             return Err(RingError::Misaligned);
         }
         Ok(AqlRing { base: b, mask: size_packets as u64 - 1, write_index: w.cast(), read_index: r.cast(), doorbell })
