@@ -17,7 +17,7 @@
 //! IPC_EXPORT_HANDLE, ...) that mainline lacks; the model answers it when
 //! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
 //!
-//! The memory ioctls live in `mem.rs`.
+//! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`.
 
 use crate::model::{current_pid, BoundVm, Model, Runtime};
 use crate::usercopy::{copy_from_user, copy_to_user};
@@ -55,6 +55,11 @@ enum Handler {
     ExportDmabuf,
     IpcImport,
     IpcExport,
+    CreateEvent,
+    DestroyEvent,
+    SetEvent,
+    ResetEvent,
+    WaitEvents,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// In the kernel's table, not modelled yet.
@@ -70,11 +75,11 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_GET_CLOCK_COUNTERS, Handler::ClockCounters),
     (AMDKFD_IOC_GET_PROCESS_APERTURES, Handler::Apertures),
     (AMDKFD_IOC_UPDATE_QUEUE, Handler::NotModelled),
-    (AMDKFD_IOC_CREATE_EVENT, Handler::NotModelled),
-    (AMDKFD_IOC_DESTROY_EVENT, Handler::NotModelled),
-    (AMDKFD_IOC_SET_EVENT, Handler::NotModelled),
-    (AMDKFD_IOC_RESET_EVENT, Handler::NotModelled),
-    (AMDKFD_IOC_WAIT_EVENTS, Handler::NotModelled),
+    (AMDKFD_IOC_CREATE_EVENT, Handler::CreateEvent),
+    (AMDKFD_IOC_DESTROY_EVENT, Handler::DestroyEvent),
+    (AMDKFD_IOC_SET_EVENT, Handler::SetEvent),
+    (AMDKFD_IOC_RESET_EVENT, Handler::ResetEvent),
+    (AMDKFD_IOC_WAIT_EVENTS, Handler::WaitEvents),
     (AMDKFD_IOC_DBG_REGISTER_DEPRECATED, Handler::Deprecated),
     (AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, Handler::Deprecated),
     (AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, Handler::Deprecated),
@@ -293,6 +298,11 @@ impl Model {
             Handler::ExportDmabuf => self.ioctl_export_dmabuf(buf),
             Handler::IpcImport => self.ioctl_ipc_import(buf),
             Handler::IpcExport => self.ioctl_ipc_export(buf),
+            Handler::CreateEvent => self.ioctl_create_event(buf),
+            Handler::DestroyEvent => self.ioctl_destroy_event(buf),
+            Handler::SetEvent => self.ioctl_set_reset_event(buf, true),
+            Handler::ResetEvent => self.ioctl_set_reset_event(buf, false),
+            Handler::WaitEvents => self.ioctl_wait_events(buf),
             Handler::RuntimeEnable => {
                 let a: kfd_ioctl_runtime_enable_args = get(buf);
                 let mut st = self.lock();

@@ -13,6 +13,7 @@
 pub mod catalogue;
 mod devmem;
 mod drm;
+pub mod events;
 mod gpu;
 mod kfd;
 mod mem;

@@ -166,6 +166,9 @@ pub(crate) struct Process {
     /// amdgpu device handles (DEVICE_INITIALIZE): token → (held render file, minor).
     pub devices: HashMap<usize, (OwnedFd, u32)>,
     pub next_device: usize,
+    /// Unique per KFD process state (a fresh `Process` gets a new one): the events, kept
+    /// apart so waits can sleep without this lock, belong to the instance that made them.
+    pub instance: u64,
 }
 
 impl Process {
@@ -178,6 +181,10 @@ impl Process {
             mem: MemState::new(n_gpus),
             devices: HashMap::new(),
             next_device: 0,
+            instance: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 }
@@ -193,6 +200,8 @@ pub struct Model {
     pub(crate) dev: OnceLock<DeviceMemory>,
     /// System memory of the topology's CPU nodes (the host's when the topology has none).
     pub(crate) system_bytes: u64,
+    /// KFD events (own lock: waits sleep without holding `state`).
+    pub(crate) events: crate::events::Events,
 }
 
 impl Drop for Model {
@@ -262,7 +271,7 @@ impl Model {
             0 => host_memory_bytes(),
             b => b,
         };
-        Ok(Model { config, tree, gpus, state: Mutex::new(Process::new(n)), dev: OnceLock::new(), system_bytes })
+        Ok(Model { config, tree, gpus, state: Mutex::new(Process::new(n)), dev: OnceLock::new(), system_bytes, events: Default::default() })
     }
 
     /// The model the environment describes (see [`ModelConfig::from_env`]).
