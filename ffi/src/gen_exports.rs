@@ -4,19 +4,17 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (45): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetSigbusDelay, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
-// Stubs: 143.
+// Hand-written exports at generation time (53): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetSigbusDelay, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
+// Stubs: 135.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
     HSATraceId, HSAint32, HSAint64, HSAuint32, HSAuint64, HsaAMDGPUDeviceHandle, HsaAisFlags, HsaCacheProperties, HsaClockCounters,
     HsaCounter, HsaCounterProperties, HsaDbgWaveMessage, HsaEvent, HsaEventDescriptor, HsaGpuTileConfig, HsaGraphicsResourceInfo,
-    HsaHandleExportDesc, HsaHandleExportFlags, HsaHandleImportDesc, HsaHandleImportFlags, HsaHandleImportResult, HsaIoLinkProperties,
-    HsaKFDContext, HsaMemFlags, HsaMemoryExportResult, HsaMemoryMapFlags, HsaMemoryObjectHandle, HsaMemoryProperties, HsaNodeProperties,
-    HsaPcSamplingInfo, HsaPcSamplingTraceId, HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueReport, HsaQueueResource,
-    HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS, HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP,
-    HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE, HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE,
-    HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
+    HsaIoLinkProperties, HsaKFDContext, HsaMemFlags, HsaMemoryProperties, HsaNodeProperties, HsaPcSamplingInfo, HsaPcSamplingTraceId,
+    HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueReport, HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties,
+    HSAKMT_STATUS, HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP, HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE,
+    HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
 use hsakmt_core::abi::kfd::{kfd_dbg_device_info_entry, kfd_ioctl_dbg_trap_args, kfd_runtime_info};
 
@@ -718,103 +716,6 @@ pub unsafe extern "C" fn hsaKmtAisReadWriteFile(
     _status: *mut HSAint32,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtAisReadWriteFile")
-}
-
-/// `hsaKmtHandleImport` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtHandleImport(
-    _import_desc: *const HsaHandleImportDesc,
-    _import_result: *mut HsaHandleImportResult,
-    _flags: *mut HsaHandleImportFlags,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtHandleImport")
-}
-
-/// `hsaKmtHandleExport` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtHandleExport(
-    _export_desc: *const HsaHandleExportDesc,
-    _export_result: *mut HsaMemoryExportResult,
-    _flags: *mut HsaHandleExportFlags,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtHandleExport")
-}
-
-/// `hsaKmtMemoryVaMap` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMemoryVaMap(
-    _handle: HsaMemoryObjectHandle,
-    _offset: HSAuint64,
-    _size: HSAuint64,
-    _addr: HSAuint64,
-    _flags: HsaMemoryMapFlags,
-    _node_id: HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMemoryVaMap")
-}
-
-/// `hsaKmtMemoryVaUnmap` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMemoryVaUnmap(
-    _handle: HsaMemoryObjectHandle,
-    _offset: HSAuint64,
-    _size: HSAuint64,
-    _addr: HSAuint64,
-    _node_id: HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMemoryVaUnmap")
-}
-
-/// `hsaKmtMemoryCpuMap` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMemoryCpuMap(_handle: HsaMemoryObjectHandle, _out_cpu_ptr: *mut *mut c_void) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMemoryCpuMap")
-}
-
-/// `hsaKmtMemHandleFree` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMemHandleFree(_handle: HsaMemoryObjectHandle) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMemHandleFree")
-}
-
-/// `hsaKmtMemHandleFreePreserveMetadata` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMemHandleFreePreserveMetadata(_handle: HsaMemoryObjectHandle) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMemHandleFreePreserveMetadata")
-}
-
-/// `hsaKmtMemoryGetCpuAddr` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtMemoryGetCpuAddr(
-    _device_handle: HsaAMDGPUDeviceHandle,
-    _memory_handle: HsaMemoryObjectHandle,
-    _cpu_addr: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtMemoryGetCpuAddr")
 }
 
 /// `hsaKmtOpenKFDCtx` (hsakmtctx.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

@@ -248,6 +248,21 @@ impl Kfd for SharedModel {
     fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
         self.model.gpu_counter_khz(gpu_id)
     }
+    fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), hsakmt_core::Errno> {
+        self.model.drm_import_dmabuf(render_fd, dmabuf_fd)
+    }
+    fn drm_export_dmabuf(&self, render_fd: i32, gem: u32) -> Result<i32, hsakmt_core::Errno> {
+        self.model.drm_export_dmabuf(render_fd, gem)
+    }
+    fn drm_gem_va(&self, render_fd: i32, gem: u32, op: &hsakmt_core::GemVaOp) -> Result<(), hsakmt_core::Errno> {
+        self.model.drm_gem_va(render_fd, gem, op)
+    }
+    fn drm_mmap_offset(&self, render_fd: i32, gem: u32) -> Result<u64, hsakmt_core::Errno> {
+        self.model.drm_mmap_offset(render_fd, gem)
+    }
+    fn drm_gem_close(&self, render_fd: i32, gem: u32) -> Result<(), hsakmt_core::Errno> {
+        self.model.drm_gem_close(render_fd, gem)
+    }
 }
 
 /// The built-in model this process uses, if one was opened (tests and tools look at it).

@@ -9,6 +9,7 @@ pub mod boundary;
 mod device;
 mod gen_exports;
 pub mod global;
+mod handles;
 pub mod log;
 mod memory;
 mod openclose;

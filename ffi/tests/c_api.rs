@@ -682,6 +682,18 @@ fn memory_api_from_c() {
     }
 }
 
+/// The handle API (HandleImport/Export, MemoryVaMap/Unmap, MemoryCpuMap, MemHandleFree,
+/// MemoryGetCpuAddr) on a dma-buf of a VRAM allocation, and its bad-input statuses.
+#[test]
+fn handle_api_from_c() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "handles_api");
+    for model in ["mi210", "rx7900xtx"] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("handles_api: OK"), "{model}:\n{}", show(&o));
+    }
+}
+
 #[test]
 fn ipc_export_in_parent_import_in_forked_child() {
     let Some(s) = setup() else { return };
