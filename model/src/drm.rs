@@ -2,7 +2,8 @@
 //!
 //! Implemented: OPEN_RENDER, CLOSE, DEVICE_INITIALIZE, DEVICE_DEINITIALIZE, DEVICE_GET_FD,
 //! GET_MARKETING_NAME. The BO commands, COMMAND_WRITE_READ and QUERY_GPU_INFO answer ENOSYS in
-//! this slice. Argument structs are read and written with checked copies (EFAULT, never a
+//! this slice (the BO operations exist as GEM calls on the render stand-ins, `mem/gem.rs`,
+//! which the in-process port uses). Argument structs are read and written with checked copies (EFAULT, never a
 //! crash).
 
 use crate::model::{file_key, Model};
