@@ -223,3 +223,32 @@ impl Memory {
         self.handles.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn import(gem: u32) -> Import {
+        Import { gpu: Gpu { gpu_id: 1, node_id: 1, render_fd: 3 }, gem, size: 4096, cpu: None, vas: Vec::new() }
+    }
+
+    #[test]
+    fn stale_and_forged_tokens_are_not_found() {
+        let mut h = Handles::default();
+        let a = h.insert(import(1));
+        assert_ne!(a, 0);
+        assert_eq!(h.get(a).map(|i| i.gem), Some(1));
+        assert!(h.take(a).is_some());
+        // The slot is reused with a new generation: the old token names nothing.
+        let b = h.insert(import(2));
+        assert_eq!(b as u32, a as u32);
+        assert_ne!(a, b);
+        assert!(h.get(a).is_none() && h.take(a).is_none());
+        assert_eq!(h.get(b).map(|i| i.gem), Some(2));
+        for forged in [0u64, 1, 0x1234, u64::MAX, b + 1, b ^ (1 << 40)] {
+            assert!(h.get(forged).is_none(), "{forged:#x}");
+        }
+        assert!(h.shares_gem(3, 2) && !h.shares_gem(3, 1) && !h.shares_gem(4, 2));
+        assert_eq!(h.len(), 1);
+    }
+}
