@@ -269,3 +269,185 @@ impl<D: Doorbell> Drop for Slot<'_, D> {
         }
     }
 }
+
+/// Which packets a command ring carries; it decides the padding NOP and the write-pointer unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmdFormat {
+    /// PM4 compute ring: read/write pointers count dwords.
+    Pm4,
+    /// SDMA ring: read/write pointers count bytes.
+    Sdma,
+}
+
+impl CmdFormat {
+    /// log2 of the pointer unit in bytes.
+    const fn unit_shift(self) -> u32 {
+        match self {
+            CmdFormat::Pm4 => 2,
+            CmdFormat::Sdma => 0,
+        }
+    }
+}
+
+/// Why a command could not be put on a PM4/SDMA ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmdRingError {
+    /// Not enough free space until the processor catches up (nothing was written).
+    Full,
+    /// The packet is larger than the whole ring.
+    TooLarge,
+    /// The packet itself does not encode.
+    Packet(super::Error),
+    /// A PM4 packet on an SDMA ring or the reverse.
+    WrongFormat,
+}
+
+/// Largest NOP used for padding, in dwords (both formats carry a 14-bit count).
+const PAD_NOP_MAX_DWORDS: u64 = 0x4000;
+
+/// A single producer's handle on a PM4 or SDMA ring in shared memory. Packets never straddle the
+/// end of the ring: when one would, the rest of the ring is filled with NOPs and the packet
+/// starts again at offset 0. Writes become visible to the processor at [`CmdRing::commit`],
+/// which stores the write pointer with release ordering and rings the doorbell.
+#[derive(Debug)]
+pub struct CmdRing<D: Doorbell> {
+    format: CmdFormat,
+    base: NonNull<u8>,
+    size: u64,
+    /// Bytes written so far (monotonic); published at `commit`.
+    wptr: u64,
+    write_ptr: NonNull<AtomicU64>,
+    read_ptr: NonNull<AtomicU64>,
+    doorbell: D,
+}
+
+// SAFETY: the ring memory is reached only through the write/read pointers' protocol; moving the
+// single producer to another thread is fine.
+unsafe impl<D: Doorbell + Send> Send for CmdRing<D> {}
+
+impl<D: Doorbell> CmdRing<D> {
+    /// # Safety
+    /// For as long as the returned ring lives:
+    /// - `base` points to `size_bytes` readable and writable bytes, 4-byte aligned;
+    /// - `write_ptr` and `read_ptr` point to 8-byte aligned `u64`s in the format's unit (dwords
+    ///   for PM4, bytes for SDMA); nobody else writes `write_ptr`, and the processor advances
+    ///   `read_ptr` with release ordering once it has finished reading the bytes before it;
+    /// - the processor reads ring bytes only below the published write pointer.
+    ///
+    /// The producer starts at the current write pointer.
+    pub unsafe fn new(
+        format: CmdFormat,
+        base: *mut u8,
+        size_bytes: u32,
+        write_ptr: *mut u64,
+        read_ptr: *mut u64,
+        doorbell: D,
+    ) -> Result<Self, RingError> {
+        let (Some(b), Some(w), Some(r)) = (NonNull::new(base), NonNull::new(write_ptr), NonNull::new(read_ptr)) else {
+            return Err(RingError::Null);
+        };
+        if !size_bytes.is_power_of_two() || size_bytes < 4 {
+            return Err(RingError::NotPowerOfTwo);
+        }
+        if base as usize & 3 != 0 || write_ptr as usize & 7 != 0 || read_ptr as usize & 7 != 0 {
+            return Err(RingError::Misaligned);
+        }
+        let write_ptr: NonNull<AtomicU64> = w.cast();
+        // SAFETY: `new`'s contract: valid, aligned, atomically accessed.
+        let wptr = unsafe { write_ptr.as_ref() }.load(Ordering::Relaxed) << format.unit_shift();
+        Ok(CmdRing { format, base: b, size: size_bytes as u64, wptr, write_ptr, read_ptr: r.cast(), doorbell })
+    }
+
+    pub fn format(&self) -> CmdFormat {
+        self.format
+    }
+
+    /// Bytes written so far, committed or not.
+    pub fn write_offset(&self) -> u64 {
+        self.wptr
+    }
+
+    fn read_bytes(&self) -> u64 {
+        // SAFETY: `new`'s contract: valid, aligned, atomically accessed.
+        unsafe { self.read_ptr.as_ref() }.load(Ordering::Acquire) << self.format.unit_shift()
+    }
+
+    /// Free bytes, as far as the processor's read pointer says.
+    pub fn free_bytes(&self) -> u64 {
+        self.size.saturating_sub(self.wptr.wrapping_sub(self.read_bytes()))
+    }
+
+    /// The ring bytes `[offset, offset + len)`, which the caller has checked are free.
+    fn area(&mut self, offset: u64, len: usize) -> &mut [u8] {
+        // SAFETY: `offset + len <= size` (callers never straddle the end), the bytes are inside
+        // the ring (`new`'s contract), and they are free: the processor has read past them
+        // (`free_bytes`) and will not read them before the next `commit`. `&mut self` makes
+        // this the only reference.
+        unsafe { core::slice::from_raw_parts_mut(self.base.as_ptr().add(offset as usize), len) }
+    }
+
+    /// Room for `len` contiguous bytes: pads to the end of the ring with NOPs when needed.
+    fn make_room(&mut self, len: u64) -> Result<u64, CmdRingError> {
+        if len > self.size {
+            return Err(CmdRingError::TooLarge);
+        }
+        let offset = self.wptr & (self.size - 1);
+        let pad = if offset + len > self.size { self.size - offset } else { 0 };
+        if self.free_bytes() < pad + len {
+            return Err(CmdRingError::Full);
+        }
+        let mut left = pad / 4;
+        let mut at = offset;
+        while left > 0 {
+            let n = left.min(PAD_NOP_MAX_DWORDS);
+            let format = self.format;
+            let area = self.area(at, 4 * n as usize);
+            // Padding NOPs always fit their count fields (n <= 0x4000), so these cannot fail.
+            let _ = match format {
+                CmdFormat::Pm4 => super::pm4::Repr::compute(super::pm4::Command::Nop { body_dwords: (n - 1) as u16 })
+                    .emit(&mut super::pm4::Packet::new_unchecked(area)),
+                CmdFormat::Sdma => super::sdma::Repr::Nop { count: (n - 1) as u16 }.emit(&mut super::sdma::Packet::new_unchecked(area)),
+            };
+            at += 4 * n;
+            left -= n;
+        }
+        self.wptr += pad;
+        Ok(self.wptr & (self.size - 1))
+    }
+
+    /// Writes one PM4 packet (not yet visible: see [`CmdRing::commit`]).
+    pub fn write_pm4(&mut self, packet: &super::pm4::Repr) -> Result<(), CmdRingError> {
+        if self.format != CmdFormat::Pm4 {
+            return Err(CmdRingError::WrongFormat);
+        }
+        packet.check().map_err(CmdRingError::Packet)?;
+        let len = packet.buffer_len();
+        let offset = self.make_room(len as u64)?;
+        packet.emit(&mut super::pm4::Packet::new_unchecked(self.area(offset, len))).map_err(CmdRingError::Packet)?;
+        self.wptr += len as u64;
+        Ok(())
+    }
+
+    /// Writes one SDMA packet (not yet visible: see [`CmdRing::commit`]).
+    pub fn write_sdma(&mut self, packet: &super::sdma::Repr) -> Result<(), CmdRingError> {
+        if self.format != CmdFormat::Sdma {
+            return Err(CmdRingError::WrongFormat);
+        }
+        packet.check().map_err(CmdRingError::Packet)?;
+        let len = packet.buffer_len();
+        let offset = self.make_room(len as u64)?;
+        packet.emit(&mut super::sdma::Packet::new_unchecked(self.area(offset, len))).map_err(CmdRingError::Packet)?;
+        self.wptr += len as u64;
+        Ok(())
+    }
+
+    /// Publishes everything written: stores the write pointer (release, in the format's unit)
+    /// and rings the doorbell with it. Returns the published write pointer.
+    pub fn commit(&mut self) -> u64 {
+        let w = self.wptr >> self.format.unit_shift();
+        // SAFETY: `new`'s contract: valid, aligned, only this producer writes it.
+        unsafe { self.write_ptr.as_ref() }.store(w, Ordering::Release);
+        self.doorbell.ring(w);
+        w
+    }
+}
