@@ -61,7 +61,7 @@ mod field {
 
     // WAIT_REG_MEM
     pub const WRM_FUNCTION: Bits = bits(1, 0, 2);
-    pub const WRM_MEM_SPACE: Bits = bits(1, 4, 4);
+    pub const WRM_MEM_SPACE: Bits = bits(1, 4, 5);
     pub const WRM_OPERATION: Bits = bits(1, 6, 7);
     pub const WRM_ENGINE_SEL: Bits = bits(1, 8, 9);
     pub const WRM_ADDR_LO: usize = 2;
@@ -82,7 +82,7 @@ mod field {
     pub const AM_COHER_SIZE: Bits = dword(2);
     pub const AM_COHER_SIZE_HI: Bits = bits(3, 0, 7);
     pub const AM_COHER_BASE_LO: Bits = dword(4);
-    pub const AM_COHER_BASE_HI: Bits = bits(5, 0, 23);
+    pub const AM_COHER_BASE_HI: Bits = bits(5, 0, 24);
     pub const AM_POLL_INTERVAL: Bits = bits(6, 0, 15);
 
     // SET_SH_REG
@@ -316,7 +316,8 @@ pub struct ReleaseMem {
     pub actions: u32,
     pub cache_policy: u8,
     pub dst_sel: u8,
-    /// 0 none, 1 send interrupt only, 2 interrupt on write confirm, 3 interrupt when data written.
+    /// 0 none, 1 interrupt only, 2 interrupt after write confirm, 3 data after write confirm
+    /// (further values compare the data before interrupting).
     pub int_sel: u8,
     /// 0 none, 1 32-bit data, 2 64-bit data, 3 64-bit GPU clock, 4 CP perf counter.
     pub data_sel: u8,
@@ -427,7 +428,7 @@ pub struct AcquireMem {
     pub coher_cntl: u32,
     /// 40 bits, in 256-byte units.
     pub coher_size: u64,
-    /// 56 bits, in 256-byte units.
+    /// 57 bits, in 256-byte units.
     pub coher_base: u64,
     pub poll_interval: u16,
 }
@@ -572,6 +573,8 @@ impl<'a> Repr<'a> {
                     && fits(field::RM_DST_SEL, r.dst_sel as u32)
                     && fits(field::RM_INT_SEL, r.int_sel as u32)
                     && fits(field::RM_DATA_SEL, r.data_sel as u32)
+                    // 32-bit data needs a dword-aligned address, 64-bit data (and clocks) a qword.
+                    && r.addr & if r.data_sel >= 2 { 7 } else { 3 } == 0
             }
             Command::WaitRegMem(w) => {
                 fits(field::WRM_OPERATION, w.operation as u32)
@@ -585,10 +588,14 @@ impl<'a> Repr<'a> {
                     && fits(field::IB_VMID, ib.vmid as u32)
                     && fits(field::IB_CACHE_POLICY, ib.cache_policy as u32)
             }
-            Command::AcquireMem(a) => a.coher_size >> 40 == 0 && a.coher_base >> 56 == 0,
+            Command::AcquireMem(a) => a.coher_size >> 40 == 0 && a.coher_base >> 57 == 0,
             Command::SetShReg(s) => !s.values.is_empty() && s.values.len() <= 0x3fff,
             Command::DispatchDirect(_) => true,
-            Command::EventWrite(e) => fits(field::EW_EVENT_TYPE, e.event_type as u32) && fits(field::EW_EVENT_INDEX, e.event_index as u32),
+            Command::EventWrite(e) => {
+                fits(field::EW_EVENT_TYPE, e.event_type as u32)
+                    && fits(field::EW_EVENT_INDEX, e.event_index as u32)
+                    && e.addr.is_none_or(|a| a & 7 == 0 && a >> 48 == 0)
+            }
             Command::CopyData(c) => {
                 fits(field::CD_SRC_SEL, c.src_sel as u32)
                     && fits(field::CD_DST_SEL, c.dst_sel as u32)
@@ -645,7 +652,11 @@ impl<'a> Repr<'a> {
                 fixed(5)?;
                 Command::WaitRegMem(WaitRegMem {
                     function: CompareFunction::from_u32(p.wait_reg_mem_function()).ok_or(Error::BadField)?,
-                    memory: p.wait_reg_mem_mem_space() != 0,
+                    memory: match p.wait_reg_mem_mem_space() {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(Error::BadField),
+                    },
                     operation: p.wait_reg_mem_operation() as u8,
                     engine_sel: p.wait_reg_mem_engine_sel() as u8,
                     addr: p.qword(field::WRM_ADDR_LO),
