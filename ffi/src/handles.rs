@@ -7,6 +7,11 @@
 //! INVALID_HANDLE; only DMA_BUF handles are supported (FABRIC, GEM_FLINK, KMS: NOT_SUPPORTED);
 //! a failed export INVALID_HANDLE; every other failure ERROR (a NULL memory handle included).
 //! BO metadata (the `IPCHandle` import flag) is not supported: NOT_SUPPORTED.
+//!
+//! The descriptors' `device_handle` is not required (upstream's newest version refuses NULL):
+//! hsakmt-rs issues no libdrm device handles (GetAMDGPUDeviceHandle gives NULL), so an import
+//! goes to the GPU the dma-buf belongs to (GET_DMABUF_INFO), else the first GPU, and
+//! MemoryVaMap / VaUnmap map in that GPU's VM (a NodeId of another node is ERROR).
 
 use crate::boundary::{guard, out};
 use crate::global::{with_ctx, with_ctx_mut};
