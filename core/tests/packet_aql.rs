@@ -190,6 +190,10 @@ fn malformed_aql_packets_are_errors() {
     assert_eq!(parse(&with_word(2)), Err(Error::BadField));
     assert_eq!(parse(&with_word(2 | 1 << 16 | 1 << 20)), Err(Error::BadField));
     assert!(parse(&with_word(2 | 1 << 16)).is_ok());
+    let k = KernelDispatch::new(0x1000, 64, 64);
+    assert_eq!(Repr::new(Body::KernelDispatch(k.grid(0, [1, 1, 1], [1, 1, 1]))).check(), Err(Error::BadField));
+    assert_eq!(Repr::new(Body::KernelDispatch(k.grid(4, [1, 1, 1], [1, 1, 1]))).check(), Err(Error::BadField));
+    assert_eq!(Repr::new(Body::KernelDispatch(k)).check(), Ok(()));
     // Barrier-value with an unknown condition.
     let mut bv =
         Repr::new(Body::BarrierValue(BarrierValue { signal: 1, value: 0, mask: -1, cond: SignalCondition::Eq, completion_signal: 0 }))

@@ -173,8 +173,9 @@ fn malformed_pm4_packets_are_errors() {
     assert_eq!(parse(&[hdr(0x3c, 4), 0, 0, 0, 0, 0]), Err(Error::BadLength));
     assert_eq!(parse(&[hdr(0x46, 1), 0, 0]), Err(Error::BadLength));
     assert_eq!(parse(&[hdr(0x37, 2), 0, 0, 0]), Err(Error::BadLength), "WRITE_DATA without data");
-    // WAIT_REG_MEM function 7 is reserved.
+    // WAIT_REG_MEM function 7 is reserved, and so is memory space 2.
     assert_eq!(parse(&[hdr(0x3c, 5), 7, 0, 0, 0, 0, 0]), Err(Error::BadField));
+    assert_eq!(parse(&[hdr(0x3c, 5), 3 | 2 << 4, 0, 0, 0, 0, 0]), Err(Error::BadField));
 
     // Emit refuses fields that do not fit, and short buffers, without writing.
     let mut buf = [0xAAu8; 8];
@@ -185,4 +186,15 @@ fn malformed_pm4_packets_are_errors() {
     assert_eq!(bad.emit(&mut Packet::new_unchecked(&mut [0u8; 16][..])), Err(Error::BadField));
     let bad = Repr::compute(Command::IndirectBuffer(IndirectBuffer::new(0x1000, 1 << 20)));
     assert_eq!(bad.check(), Err(Error::BadField));
+    // 64-bit RELEASE_MEM data needs an 8-byte aligned address; EVENT_WRITE addresses too.
+    assert_eq!(Repr::compute(Command::ReleaseMem(ReleaseMem::eop(0x1004, 1))).check(), Err(Error::BadField));
+    assert_eq!(
+        Repr::compute(Command::EventWrite(EventWrite { event_type: 1, event_index: 1, addr: Some(0x1004) })).check(),
+        Err(Error::BadField)
+    );
+    // ACQUIRE_MEM: 40-bit size and 57-bit base (in 256-byte units).
+    let am = AcquireMem { coher_cntl: 0, coher_size: 1 << 40, coher_base: 0, poll_interval: 0 };
+    assert_eq!(Repr::compute(Command::AcquireMem(am)).check(), Err(Error::BadField));
+    let am = AcquireMem { coher_size: 0, coher_base: (1 << 57) - 1, ..am };
+    assert_eq!(Repr::compute(Command::AcquireMem(am)).check(), Ok(()));
 }

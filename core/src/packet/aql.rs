@@ -508,7 +508,7 @@ impl Repr {
     /// The first 32-bit word as it is published: header | setup (or AmdFormat) << 16.
     pub const fn header_word(&self) -> u32 {
         let high: u32 = match self.body {
-            Body::KernelDispatch(k) => k.dimensions as u32,
+            Body::KernelDispatch(k) => (k.dimensions as u16 & field::SETUP_DIMENSIONS_MASK) as u32,
             Body::AgentDispatch(a) => a.agent_type as u32,
             Body::BarrierValue(_) => AMD_FORMAT_BARRIER_VALUE as u32,
             Body::Vendor { format, payload: _ } => format as u32,
@@ -521,8 +521,18 @@ impl Repr {
         PACKET_LEN
     }
 
-    /// Parses a packet. An INVALID header (a free slot) is `Err(UnknownType)`; so is a dispatch
-    /// with 0 or more than 3 dimensions reported as `BadField`.
+    /// Whether the packet is one [`Repr::parse`] accepts back: a dispatch has 1..=3 dimensions
+    /// (emit keeps only the 2 bits the setup field has).
+    pub const fn check(&self) -> Result<()> {
+        match self.body {
+            Body::KernelDispatch(k) if k.dimensions == 0 || k.dimensions > 3 => Err(Error::BadField),
+            _ => Ok(()),
+        }
+    }
+
+    /// Parses a packet. An INVALID header (a free slot) or an undefined type is
+    /// `Err(UnknownType)`; a reserved fence scope or header bit, a dispatch with 0 dimensions or
+    /// reserved setup bits, or an unknown barrier-value condition is `Err(BadField)`.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
         let h = p.header()?;
