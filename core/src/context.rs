@@ -9,6 +9,7 @@ use crate::port::{ioctl_typed, Backend, Kfd};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::{self, Topology, TopologyConfig, TopologyError};
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use zerocopy::FromZeros;
 
@@ -57,7 +58,8 @@ struct Acquired {
 
 /// One open KFD.
 pub struct Context {
-    kfd: Box<dyn Kfd>,
+    /// Shared so that blocking waits can run without the caller's lock on the context.
+    kfd: Arc<dyn Kfd>,
     version: HsaVersionInfo,
     cfg: OpenConfig,
     acquired: Option<Acquired>,
@@ -66,6 +68,8 @@ pub struct Context {
     /// binds a GPU's VM to the DRM file of the first ACQUIRE_VM and refuses (EBUSY) another
     /// file later, so a re-acquired snapshot must present the same fd (upstream caches them).
     render_fds: Vec<(u32, i32)>,
+    /// Events (`event.rs`).
+    events: crate::event::Events,
 }
 
 fn zeroed<T: FromZeros>() -> T {
@@ -87,7 +91,7 @@ impl Context {
             ));
         }
         let version = HsaVersionInfo { KernelInterfaceMajorVersion: v.major_version, KernelInterfaceMinorVersion: v.minor_version };
-        Ok(Context { kfd, version, cfg, acquired: None, runtime_caps: 0, render_fds: Vec::new() })
+        Ok(Context { kfd: kfd.into(), version, cfg, acquired: None, runtime_caps: 0, render_fds: Vec::new(), events: Default::default() })
     }
 
     pub fn version(&self) -> HsaVersionInfo {
@@ -100,6 +104,32 @@ impl Context {
 
     pub fn kfd(&self) -> &dyn Kfd {
         &*self.kfd
+    }
+
+    /// The port, for a call that must not hold the caller's lock on the context (event waits).
+    pub fn kfd_shared(&self) -> Arc<dyn Kfd> {
+        self.kfd.clone()
+    }
+
+    pub(crate) fn events(&self) -> &crate::event::Events {
+        &self.events
+    }
+
+    pub(crate) fn events_mut(&mut self) -> &mut crate::event::Events {
+        &mut self.events
+    }
+
+    pub(crate) fn topology_and_events_mut(&mut self) -> (Option<&Topology>, &mut crate::event::Events) {
+        (self.acquired.as_ref().map(|a| &a.topology), &mut self.events)
+    }
+
+    pub(crate) fn memory_kfd_handle(&self, addr: u64) -> Option<u64> {
+        self.acquired.as_ref()?.memory.kfd_handle(addr)
+    }
+
+    /// Events alive in this context (tests and leak checks).
+    pub fn live_events(&self) -> usize {
+        self.events.len()
     }
 
     fn minor_at_least(&self, minor: u32) -> bool {
@@ -184,6 +214,7 @@ impl Context {
     pub fn release_system_properties(&mut self) {
         if let Some(mut a) = self.acquired.take() {
             a.memory.teardown(&*self.kfd);
+            self.events.forget_page();
         }
     }
 

@@ -7,6 +7,7 @@ extern crate alloc;
 
 pub mod abi;
 pub mod context;
+pub mod event;
 pub mod fmm;
 pub mod memory;
 pub mod packet;

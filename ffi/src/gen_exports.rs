@@ -4,8 +4,8 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (53): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtDeregisterMemory, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetSigbusDelay, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU
-// Stubs: 135.
+// Hand-written exports at generation time (62): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetSigbusDelay, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
+// Stubs: 126.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
@@ -17,103 +17,6 @@ use hsakmt_core::abi::hsakmt::{
     HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
 use hsakmt_core::abi::kfd::{kfd_dbg_device_info_entry, kfd_ioctl_dbg_trap_args, kfd_runtime_info};
-
-/// `hsaKmtCreateEvent` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtCreateEvent(
-    _event_desc: *mut HsaEventDescriptor,
-    _manual_reset: bool,
-    _is_signaled: bool,
-    _event: *mut *mut HsaEvent,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtCreateEvent")
-}
-
-/// `hsaKmtDestroyEvent` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDestroyEvent(_event: *mut HsaEvent) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDestroyEvent")
-}
-
-/// `hsaKmtSetEvent` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetEvent(_event: *mut HsaEvent) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetEvent")
-}
-
-/// `hsaKmtResetEvent` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtResetEvent(_event: *mut HsaEvent) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtResetEvent")
-}
-
-/// `hsaKmtQueryEventState` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtQueryEventState(_event: *mut HsaEvent) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtQueryEventState")
-}
-
-/// `hsaKmtWaitOnEvent` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtWaitOnEvent(_event: *mut HsaEvent, _milliseconds: HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtWaitOnEvent")
-}
-
-/// `hsaKmtWaitOnEvent_Ext` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtWaitOnEvent_Ext(_event: *mut HsaEvent, _milliseconds: HSAuint32, _event_age: *mut u64) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtWaitOnEvent_Ext")
-}
-
-/// `hsaKmtWaitOnMultipleEvents` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtWaitOnMultipleEvents(
-    _events: *mut *mut HsaEvent,
-    _num_events: HSAuint32,
-    _wait_on_all: bool,
-    _milliseconds: HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtWaitOnMultipleEvents")
-}
-
-/// `hsaKmtWaitOnMultipleEvents_Ext` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtWaitOnMultipleEvents_Ext(
-    _events: *mut *mut HsaEvent,
-    _num_events: HSAuint32,
-    _wait_on_all: bool,
-    _milliseconds: HSAuint32,
-    _event_age: *mut u64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtWaitOnMultipleEvents_Ext")
-}
 
 /// `hsaKmtReportQueue` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///

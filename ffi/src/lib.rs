@@ -7,6 +7,7 @@
 
 pub mod boundary;
 mod device;
+mod events;
 mod gen_exports;
 pub mod global;
 mod handles;
@@ -18,6 +19,7 @@ pub mod safe;
 mod topology;
 
 pub use device::*;
+pub use events::*;
 pub use memory::*;
 pub use openclose::*;
 pub use topology::*;

@@ -694,6 +694,20 @@ fn handle_api_from_c() {
     }
 }
 
+/// Events from C: signal events (auto and manual reset) and their event-page slots, set /
+/// query / reset, timeouts of 0, 30 ms and infinite, wait-any / wait-all, ages, a second thread
+/// setting while the main thread waits, other event types, and bad input (NULL, foreign and
+/// destroyed events, empty arrays).
+#[test]
+fn events_from_c() {
+    let Some(s) = setup() else { return };
+    let e = compile(s, false, &c_dir().join("events.c"), "events", true, &["-pthread"]);
+    for model in ["mi210", "mi300x"] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("events: OK"), "{model}:\n{}", show(&o));
+    }
+}
+
 #[test]
 fn ipc_export_in_parent_import_in_forked_child() {
     let Some(s) = setup() else { return };

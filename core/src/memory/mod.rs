@@ -333,6 +333,12 @@ impl Memory {
         self.bos.len()
     }
 
+    /// The KFD handle of the BO that starts at `addr` (the event page is given to the KFD by
+    /// handle).
+    pub(crate) fn kfd_handle(&self, addr: u64) -> Option<u64> {
+        self.bos.get(addr)?.primary_handle()
+    }
+
     fn page(&self) -> u64 {
         self.cfg.fmm.page_size
     }

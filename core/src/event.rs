@@ -1,0 +1,327 @@
+//! Events, the thunk side (upstream events.c): `HsaEvent` objects the thunk allocates and hands
+//! to C, the event page, and the KFD event ioctls.
+//!
+//! - **Objects.** Each event is a 48-byte `HsaEvent` owned by the context (a boxed word array,
+//!   so its address is stable) and registered by that address: a pointer C passes back is
+//!   looked up, never dereferenced, so a destroyed (freed) event is an error status, not a
+//!   crash. `EventId` and `EventData` are filled as upstream fills them: `EventType`,
+//!   `HWData1` = the KFD event id, `HWData2` = the address of the event's slot in the event
+//!   page (signal events), `HWData3` = the KFD's trigger data, and the descriptor's SyncVar.
+//! - **The event page.** On a dGPU system the first CREATE_EVENT brings the page: 4096 slots of
+//!   8 bytes allocated through the memory API (host, non-paged, uncached, executable, node 0;
+//!   mapped to every GPU), whose KFD handle goes in `event_page_offset`. The page lives until
+//!   the memory manager is torn down (ReleaseSystemProperties / CloseKFD); the KFD keeps the
+//!   page it was given, so later events of the same open get no slot address.
+//! - **Waits** do not need the context once started: [`Context::event_wait_entry`] gives the
+//!   KFD id and type under the caller's lock, [`wait`] blocks in the KFD (with an
+//!   [`alloc::sync::Arc`] of the port), and [`Context::finish_event_wait`] copies memory- and
+//!   HW-exception data back into the `HsaEvent`s that still exist.
+
+use crate::abi::hsakmt::*;
+use crate::abi::kfd::*;
+use crate::context::Context;
+use crate::port::{ioctl_typed, Kfd};
+use crate::status::{KmtResult, Status};
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use core::mem::{offset_of, size_of};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+/// Slots of the event page (KFD_SIGNAL_EVENT_LIMIT).
+pub const EVENT_PAGE_SLOTS: u64 = KFD_SIGNAL_EVENT_LIMIT as u64;
+const EVENT_PAGE_BYTES: u64 = EVENT_PAGE_SLOTS * 8;
+
+/// `struct kfd_event_data` as plain words (the header's union is 32 bytes of payload):
+/// the array WAIT_EVENTS reads and writes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct EventData {
+    /// `last_event_age` (signal events), or memory- / HW-exception data.
+    pub payload: [u64; 4],
+    pub ext: u64,
+    pub event_id: u32,
+    pub pad: u32,
+}
+
+const _: () = assert!(size_of::<EventData>() == size_of::<kfd_event_data>());
+const _: () = assert!(offset_of!(kfd_event_data, event_id) == offset_of!(EventData, event_id));
+const _: () = assert!(size_of::<HsaEvent>() == 48);
+
+impl EventData {
+    /// A wait entry for `event_id`, with the caller's last seen age (0: none).
+    pub fn new(event_id: u32, last_event_age: u64) -> EventData {
+        EventData { payload: [last_event_age, 0, 0, 0], ext: 0, event_id, pad: 0 }
+    }
+    pub fn last_event_age(&self) -> u64 {
+        self.payload[0]
+    }
+    fn memory_exception(&self) -> kfd_hsa_memory_exception_data {
+        kfd_hsa_memory_exception_data::read_from_prefix(self.payload.as_bytes()).map_or_else(|_| FromZeros::new_zeroed(), |(d, _)| d)
+    }
+    fn hw_exception(&self) -> kfd_hsa_hw_exception_data {
+        kfd_hsa_hw_exception_data::read_from_prefix(self.payload.as_bytes()).map_or_else(|_| FromZeros::new_zeroed(), |(d, _)| d)
+    }
+}
+
+// Byte offsets inside `HsaEvent`.
+const OFF_DATA: usize = offset_of!(HsaEvent, EventData);
+const OFF_TYPE: usize = OFF_DATA + offset_of!(HsaEventData, EventType);
+const OFF_UNION: usize = OFF_DATA + offset_of!(HsaEventData, EventData);
+const OFF_HW1: usize = OFF_DATA + offset_of!(HsaEventData, HWData1);
+const OFF_HW2: usize = OFF_DATA + offset_of!(HsaEventData, HWData2);
+const OFF_HW3: usize = OFF_DATA + offset_of!(HsaEventData, HWData3);
+const OFF_SYNC_DATA: usize = OFF_UNION + offset_of!(HsaSyncVar, SyncVar);
+const OFF_SYNC_SIZE: usize = OFF_UNION + offset_of!(HsaSyncVar, SyncVarSize);
+const OFF_MAF_NODE: usize = OFF_UNION + offset_of!(HsaMemoryAccessFault, NodeId);
+const OFF_MAF_VA: usize = OFF_UNION + offset_of!(HsaMemoryAccessFault, VirtualAddress);
+const OFF_MAF_FAILURE: usize = OFF_UNION + offset_of!(HsaMemoryAccessFault, Failure);
+const OFF_MAF_FLAGS: usize = OFF_UNION + offset_of!(HsaMemoryAccessFault, Flags);
+const OFF_HWX_NODE: usize = OFF_UNION + offset_of!(HsaHwException, NodeId);
+const OFF_HWX_TYPE: usize = OFF_UNION + offset_of!(HsaHwException, ResetType);
+const OFF_HWX_LOST: usize = OFF_UNION + offset_of!(HsaHwException, MemoryLost);
+const OFF_HWX_CAUSE: usize = OFF_UNION + offset_of!(HsaHwException, ResetCause);
+
+/// One `HsaEvent` as C sees it: 12 words (HsaEvent is packed(4), so every field is
+/// word-aligned), plus what the thunk needs without reading it back.
+struct Record {
+    words: Box<[u32; 12]>,
+    id: u32,
+    ty: u32,
+}
+
+impl Record {
+    fn put32(&mut self, off: usize, v: u32) {
+        self.words[off / 4] = v;
+    }
+    fn put64(&mut self, off: usize, v: u64) {
+        let b = v.to_ne_bytes();
+        self.words[off / 4] = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+        self.words[off / 4 + 1] = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+    }
+    fn addr(&self) -> usize {
+        self.words.as_ptr() as usize
+    }
+}
+
+/// The events of one context.
+#[derive(Default)]
+pub struct Events {
+    live: BTreeMap<usize, Record>,
+    /// CPU (= GPU) address of the event page this open allocated, while it exists.
+    page: Option<u64>,
+    /// The KFD has been given a page (it keeps the first one for the life of the open).
+    page_given: bool,
+}
+
+impl Events {
+    /// Live events (tests, leak checks).
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    fn get(&self, ev: usize) -> KmtResult<&Record> {
+        self.live.get(&ev).ok_or(Status::INVALID_HANDLE)
+    }
+
+    /// The memory manager was torn down: the page went with it.
+    pub(crate) fn forget_page(&mut self) {
+        self.page = None;
+    }
+}
+
+/// Debug events behave as signal events; every other type is system-defined.
+fn is_system_event(ty: u32) -> bool {
+    ty != HSA_EVENTTYPE_SIGNAL && ty != HSA_EVENTTYPE_DEBUG_EVENT
+}
+
+/// What a CreateEvent asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct EventDesc {
+    pub event_type: u32,
+    pub node_id: u32,
+    /// `SyncVar.SyncVar.UserData` as an integer, and `SyncVar.SyncVarSize`.
+    pub sync_user_data: u64,
+    pub sync_var_size: u64,
+}
+
+/// WAIT_EVENTS on `data` (the caller holds no thunk lock): SUCCESS, WAIT_TIMEOUT, or ERROR
+/// (a KFD failure: an unknown or destroyed event). Allocates nothing.
+pub fn wait(kfd: &dyn Kfd, data: &mut [EventData], wait_all: bool, milliseconds: u32) -> KmtResult<()> {
+    let mut a: kfd_ioctl_wait_events_args = FromZeros::new_zeroed();
+    a.events_ptr = data.as_mut_ptr() as u64;
+    a.num_events = u32::try_from(data.len()).map_err(|_| Status::INVALID_PARAMETER)?;
+    a.wait_for_all = u32::from(wait_all);
+    a.timeout = milliseconds;
+    ioctl_typed(kfd, AMDKFD_IOC_WAIT_EVENTS, &mut a).map_err(|_| Status::ERROR)?;
+    if a.wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT as u32 {
+        return Err(Status::WAIT_TIMEOUT);
+    }
+    Ok(())
+}
+
+impl Context {
+    /// hsaKmtCreateEvent: returns the new `HsaEvent`'s address.
+    pub fn create_event(&mut self, desc: &EventDesc, manual_reset: bool, is_signaled: bool) -> KmtResult<usize> {
+        if desc.event_type >= HSA_EVENTTYPE_MAXID {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let mut a: kfd_ioctl_create_event_args = FromZeros::new_zeroed();
+        a.event_type = desc.event_type;
+        a.node_id = desc.node_id;
+        a.auto_reset = u32::from(!manual_reset);
+        // dGPU: the first event brings the page, allocated here (upstream's
+        // allocate_exec_aligned_memory_gpu on node 0) and given to the KFD by handle.
+        let mut new_page = None;
+        if !self.events().page_given {
+            self.acquire_system_properties().map_err(|_| Status::ERROR)?;
+            if self.topology().is_some_and(|t| t.is_dgpu()) {
+                let (va, handle) = self.alloc_event_page()?;
+                a.event_page_offset = handle;
+                new_page = Some(va);
+            }
+        }
+        if ioctl_typed(self.kfd(), AMDKFD_IOC_CREATE_EVENT, &mut a).is_err() {
+            if let Some(va) = new_page {
+                let _ = self.unmap_memory_to_gpu(va);
+                let _ = self.free_memory(va);
+            }
+            return Err(Status::ERROR);
+        }
+        if let Some(va) = new_page {
+            let ev = self.events_mut();
+            ev.page = Some(va);
+            ev.page_given = true;
+        }
+        let mut r = Record { words: Box::new([0; 12]), id: a.event_id, ty: desc.event_type };
+        r.put32(0, a.event_id);
+        r.put32(OFF_TYPE, desc.event_type);
+        r.put64(OFF_HW1, u64::from(a.event_id));
+        if let Some(page) = self.events().page {
+            if a.event_page_offset > 0 && u64::from(a.event_slot_index) < EVENT_PAGE_SLOTS {
+                r.put64(OFF_HW2, page + u64::from(a.event_slot_index) * 8);
+            }
+        }
+        r.put32(OFF_HW3, a.event_trigger_data);
+        r.put64(OFF_SYNC_DATA, desc.sync_user_data);
+        r.put64(OFF_SYNC_SIZE, desc.sync_var_size);
+        let addr = r.addr();
+        self.events_mut().live.insert(addr, r);
+        if is_signaled && !is_system_event(desc.event_type) && self.kfd_set_reset(AMDKFD_IOC_SET_EVENT, a.event_id).is_err() {
+            let _ = self.destroy_event(addr);
+            return Err(Status::ERROR);
+        }
+        Ok(addr)
+    }
+
+    /// The page: 32 KiB of host memory on node 0, mapped to every GPU; (address, KFD handle).
+    fn alloc_event_page(&mut self) -> KmtResult<(u64, u64)> {
+        let mut f: HsaMemFlags = FromZeros::new_zeroed();
+        f.set_bf_HostAccess(1);
+        f.set_bf_ExecuteAccess(1);
+        f.set_bf_NonPaged(1);
+        f.set_bf_PageSize(HSA_PAGE_SIZE_4KB);
+        f.set_bf_Uncached(1);
+        let va = self.alloc_memory(0, None, EVENT_PAGE_BYTES, 4096, f, None).map_err(|_| Status::ERROR)?;
+        let handle = match self.map_memory_to_gpu(va, EVENT_PAGE_BYTES, None).ok().and_then(|_| self.memory_kfd_handle(va)) {
+            Some(h) => h,
+            None => {
+                let _ = self.unmap_memory_to_gpu(va);
+                let _ = self.free_memory(va);
+                return Err(Status::ERROR);
+            }
+        };
+        Ok((va, handle))
+    }
+
+    fn kfd_set_reset(&self, request: u32, event_id: u32) -> KmtResult<()> {
+        let mut a = kfd_ioctl_set_event_args { event_id, pad: 0 };
+        ioctl_typed(self.kfd(), request, &mut a).map_err(|_| Status::ERROR)
+    }
+
+    /// hsaKmtDestroyEvent: a KFD refusal keeps the event (upstream).
+    pub fn destroy_event(&mut self, ev: usize) -> KmtResult<()> {
+        let id = self.events().get(ev)?.id;
+        let mut a = kfd_ioctl_destroy_event_args { event_id: id, pad: 0 };
+        ioctl_typed(self.kfd(), AMDKFD_IOC_DESTROY_EVENT, &mut a).map_err(|_| Status::ERROR)?;
+        self.events_mut().live.remove(&ev);
+        Ok(())
+    }
+
+    /// hsaKmtSetEvent: system-defined events cannot be set (ERROR). Allocates nothing.
+    pub fn set_event(&self, ev: usize) -> KmtResult<()> {
+        let r = self.events().get(ev)?;
+        if is_system_event(r.ty) {
+            return Err(Status::ERROR);
+        }
+        self.kfd_set_reset(AMDKFD_IOC_SET_EVENT, r.id)
+    }
+
+    /// hsaKmtResetEvent. Allocates nothing.
+    pub fn reset_event(&self, ev: usize) -> KmtResult<()> {
+        let r = self.events().get(ev)?;
+        if is_system_event(r.ty) {
+            return Err(Status::ERROR);
+        }
+        self.kfd_set_reset(AMDKFD_IOC_RESET_EVENT, r.id)
+    }
+
+    /// hsaKmtQueryEventState: upstream only checks the event.
+    pub fn query_event_state(&self, ev: usize) -> KmtResult<()> {
+        self.events().get(ev).map(|_| ())
+    }
+
+    /// The KFD id and type of a live event (for a wait).
+    pub fn event_wait_entry(&self, ev: usize) -> KmtResult<(u32, u32)> {
+        let r = self.events().get(ev)?;
+        Ok((r.id, r.ty))
+    }
+
+    /// After a successful wait: memory-exception and HW-exception data the KFD returned go into
+    /// the `HsaEvent`s (those destroyed meanwhile are skipped). An exception on a GPU the
+    /// topology does not know is upstream's error.
+    pub fn finish_event_wait(&mut self, evs: impl IntoIterator<Item = usize>, data: &[EventData]) -> KmtResult<()> {
+        let (topo, events) = self.topology_and_events_mut();
+        let topo = topo.ok_or(Status::ERROR)?;
+        for (ev, d) in evs.into_iter().zip(data) {
+            let Some(r) = events.live.get_mut(&ev) else { continue };
+            let gpu_id = match r.ty {
+                HSA_EVENTTYPE_MEMORY => d.memory_exception().gpu_id,
+                HSA_EVENTTYPE_HW_EXCEPTION => d.hw_exception().gpu_id,
+                _ => 0,
+            };
+            if gpu_id == 0 {
+                continue;
+            }
+            let node = topo.node_of_gpu_id(gpu_id).ok_or(Status::INVALID_NODE_UNIT)?;
+            apply_exception(r, node, d);
+        }
+        Ok(())
+    }
+}
+
+fn apply_exception(r: &mut Record, node: u32, d: &EventData) {
+    if r.ty == HSA_EVENTTYPE_MEMORY {
+        let m = d.memory_exception();
+        let mut f: HsaAccessAttributeFailure = FromZeros::new_zeroed();
+        f.set_bf_NotPresent(m.failure.NotPresent);
+        f.set_bf_ReadOnly(m.failure.ReadOnly);
+        f.set_bf_NoExecute(m.failure.NoExecute);
+        f.set_bf_Imprecise(m.failure.imprecise);
+        f.set_bf_ErrorType(m.ErrorType);
+        f.set_bf_ECC(u32::from(m.ErrorType == 1 || m.ErrorType == 2));
+        r.put32(OFF_MAF_NODE, node);
+        r.put64(OFF_MAF_VA, m.va);
+        r.put32(OFF_MAF_FAILURE, f.Value);
+        r.put32(OFF_MAF_FLAGS, HSA_EVENTID_MEMORY_FATAL_PROCESS);
+    } else {
+        let h = d.hw_exception();
+        r.put32(OFF_HWX_NODE, node);
+        r.put32(OFF_HWX_TYPE, h.reset_type);
+        r.put32(OFF_HWX_LOST, h.memory_lost);
+        r.put32(OFF_HWX_CAUSE, h.reset_cause);
+    }
+}
