@@ -94,6 +94,13 @@ pub trait Kfd: Send + Sync {
     /// The calling process's id (for fork detection).
     fn process_id(&self) -> u32;
 
+    /// Fault in a range of the process's own memory and check that it is mapped
+    /// (`HSA_CHECK_USERPTR`: upstream touches every page of a user pointer it registers).
+    /// `Err(ENOSYS)` where the backend cannot tell.
+    fn prefault_user_range(&self, _addr: usize, _len: usize) -> Result<(), Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
     /// What answers this port.
     fn backend(&self) -> Backend;
 

@@ -248,6 +248,10 @@ impl Kfd for SharedModel {
     fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
         self.model.gpu_counter_khz(gpu_id)
     }
+    fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), hsakmt_core::Errno> {
+        // The model runs in this process: its user pages are this process's.
+        hsakmt_linux::prefault(addr, len)
+    }
     fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), hsakmt_core::Errno> {
         self.model.drm_import_dmabuf(render_fd, dmabuf_fd)
     }

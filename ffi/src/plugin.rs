@@ -203,6 +203,10 @@ impl Kfd for PluginKfd {
         std::process::id()
     }
 
+    fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        hsakmt_linux::prefault(addr, len)
+    }
+
     fn backend(&self) -> Backend {
         Backend::PluginModel
     }

@@ -734,3 +734,11 @@ fn memory_program_is_clean_under_valgrind() {
     let o = run(cmd.env("HSAKMT_MODEL", "mi210"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("memory_basic: OK"), "{}", show(&o));
 }
+
+#[test]
+fn hsa_check_userptr_touches_registered_pages() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "check_userptr");
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSA_CHECK_USERPTR", "1"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("check_userptr: OK"), "{}", show(&o));
+}

@@ -166,6 +166,14 @@ pub unsafe fn map_anonymous(fixed_addr: Option<usize>, hint: usize, len: usize, 
     Ok(p as usize)
 }
 
+/// Fault in `[addr, addr + len)` of this process (MADV_WILLNEED): ENOMEM when part of the
+/// range is not mapped. Only advice: no memory contents change.
+pub fn prefault(addr: usize, len: usize) -> Result<(), Errno> {
+    // SAFETY: MADV_WILLNEED only schedules reads of existing mappings; it changes no data and
+    // fails (ENOMEM) on unmapped addresses instead of touching them.
+    unsafe { rustix::mm::madvise(addr as *mut c_void, len, rustix::mm::Advice::WillNeed) }.map_err(errno)
+}
+
 /// The CPU page size.
 pub fn page_size() -> usize {
     rustix::param::page_size()
@@ -240,6 +248,10 @@ impl Kfd for DevKfd {
 
     fn process_id(&self) -> u32 {
         rustix::process::getpid().as_raw_nonzero().get() as u32
+    }
+
+    fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        prefault(addr, len)
     }
 
     fn backend(&self) -> Backend {

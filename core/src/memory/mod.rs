@@ -836,6 +836,13 @@ impl Memory {
         let cpu_page = addr & !(page - 1);
         let span = (addr - cpu_page + size).div_ceil(page) * page;
         let owner = *self.gpus.first().ok_or(Status::NOT_SUPPORTED)?;
+        if self.cfg.fmm.check_userptr {
+            // HSA_CHECK_USERPTR: touch the user's pages now, so a bad range fails here.
+            match kfd.prefault_user_range(cpu_page as usize, span as usize) {
+                Ok(()) | Err(Errno(Errno::ENOSYS)) => {}
+                Err(_) => return Err(Status::ERROR),
+            }
+        }
         let va = self.reserve_svm(kfd, span, 0, !coarse, None)?;
         let ioc = flags::register_flags(coarse, ext);
         match self.alloc_bo(kfd, owner, va, cpu_page, span, ioc) {
