@@ -167,6 +167,43 @@ fn amd_barrier_value_and_raw_vendor_packets() {
 }
 
 #[test]
+fn amd_pm4_ib_matches_hand_assembled_words() {
+    let repr = Repr::new(Body::Pm4Ib(Pm4Ib::new(0x0000_7f00_0000_1000, 0x40, 0x7f00_0000_2040)));
+    let header: u32 = 2 << 9 | 2 << 11; // VENDOR_SPECIFIC, system-scope fences
+    let expected = le(&[
+        header | 1 << 16,                    // AmdFormat = PM4_IB
+        3 << 30 | (4 - 2) << 16 | 0x3f << 8, // ib_jump_cmd[0]: type-3 INDIRECT_BUFFER, count 2
+        0x0000_1000,                         // ib_jump_cmd[1]: IB base lo
+        0x7f00,                              // ib_jump_cmd[2]: IB base hi
+        0x40 | 1 << 23,                      // ib_jump_cmd[3]: IB_SIZE | VALID
+        0xa,                                 // dw_cnt_remain
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0, // reserved[8]
+        0x2040,
+        0x7f00, // completion_signal
+    ]);
+    assert_eq!(emit(&repr), expected);
+    round_trip(&repr);
+    // Anything but an unpredicated INDIRECT_BUFFER in ib_jump_cmd is malformed.
+    let mut bad = repr.to_bytes();
+    bad[5] = 0x10; // opcode NOP
+    assert_eq!(Repr::parse(&Packet::new_checked(&bad[..]).unwrap()), Err(Error::BadField));
+    let mut bad = repr.to_bytes();
+    bad[4] |= 1; // predicate
+    assert_eq!(Repr::parse(&Packet::new_checked(&bad[..]).unwrap()), Err(Error::BadField));
+    let mut bad = repr.to_bytes();
+    bad[6] = 1; // count 1: not an INDIRECT_BUFFER's length
+    assert_eq!(Repr::parse(&Packet::new_checked(&bad[..]).unwrap()), Err(Error::BadLength));
+    assert_eq!(Repr::new(Body::Pm4Ib(Pm4Ib::new(0x1002, 4, 0))).check(), Err(Error::BadField));
+}
+
+#[test]
 fn malformed_aql_packets_are_errors() {
     let good = Repr::new(Body::KernelDispatch(KernelDispatch::new(0x1000, 64, 64))).to_bytes();
     assert_eq!(Packet::new_checked(&good[..63]).err(), Some(Error::Truncated));

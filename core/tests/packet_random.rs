@@ -1,5 +1,5 @@
-//! Random bytes never panic the packet views or parsers, and whatever parses and passes `check`
-//! re-emits to bytes that parse to the same value (a cheap in-tree stand-in for the fuzz targets).
+//! Random bytes never panic the packet views or parsers, and whatever parses re-emits to bytes
+//! that parse to the same value (a cheap in-tree stand-in for the fuzz targets).
 
 use hsakmt_core::packet::{aql, pm4, sdma};
 
@@ -48,7 +48,8 @@ fn random_bytes_never_panic_and_parsed_packets_round_trip() {
             if let Ok(r) = pm4::Repr::parse(&p) {
                 pm4_ok += 1;
                 let mut out = [0u8; 128];
-                if r.emit(&mut pm4::Packet::new_unchecked(&mut out[..])).is_ok() {
+                r.emit(&mut pm4::Packet::new_unchecked(&mut out[..])).expect("what parses emits");
+                {
                     let q = pm4::Packet::new_checked(&out[..]).unwrap();
                     assert_eq!(pm4::Repr::parse(&q).unwrap(), r);
                     pm4_re += 1;
@@ -64,7 +65,8 @@ fn random_bytes_never_panic_and_parsed_packets_round_trip() {
             if let Ok(r) = sdma::Repr::parse(&p) {
                 sdma_ok += 1;
                 let mut out = [0u8; 128];
-                if r.emit(&mut sdma::Packet::new_unchecked(&mut out[..])).is_ok() {
+                r.emit(&mut sdma::Packet::new_unchecked(&mut out[..])).expect("what parses emits");
+                {
                     assert_eq!(sdma::Repr::parse(&sdma::Packet::new_checked(&out[..]).unwrap()).unwrap(), r);
                     sdma_re += 1;
                 }

@@ -61,6 +61,10 @@ mod field {
     pub const BV_MASK: Field = 24..32;
     pub const BV_COND: Field = 32..36;
 
+    // AMD PM4-IB (vendor-specific, format 1): a PM4 INDIRECT_BUFFER in bytes 4..20.
+    pub const PM4_IB_JUMP: Field = 4..20;
+    pub const PM4_IB_DW_CNT_REMAIN: Field = 20..24;
+
     // amd_signal_t.
     pub const SIG_KIND: Field = 0..8;
     pub const SIG_VALUE: Field = 8..16;
@@ -272,6 +276,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         barrier_value_value, set_barrier_value_value: i64 = field::BV_VALUE;
         barrier_value_mask, set_barrier_value_mask: i64 = field::BV_MASK;
         barrier_value_cond, set_barrier_value_cond: u32 = field::BV_COND;
+        pm4_ib_dw_cnt_remain, set_pm4_ib_dw_cnt_remain: u32 = field::PM4_IB_DW_CNT_REMAIN;
         completion_signal, set_completion_signal: u64 = field::COMPLETION_SIGNAL;
     }
 
@@ -447,6 +452,37 @@ pub struct BarrierValue {
     pub completion_signal: u64,
 }
 
+/// What ROCr puts in `dw_cnt_remain` of a PM4-IB packet.
+pub const PM4_IB_DW_CNT_REMAIN: u32 = 0xa;
+
+/// AMD vendor-specific PM4-IB packet (`amd_aql_pm4_ib`, format [`AMD_FORMAT_PM4_IB`]): the CP
+/// jumps to a PM4 indirect buffer, then decrements `completion_signal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pm4Ib {
+    /// The INDIRECT_BUFFER packet in `ib_jump_cmd[4]`.
+    pub ib: super::pm4::IndirectBuffer,
+    /// Shader-type bit of that packet's header (ROCr leaves it 0 on gfx9+).
+    pub ib_compute: bool,
+    pub dw_cnt_remain: u32,
+    pub completion_signal: u64,
+}
+
+impl Pm4Ib {
+    /// Run `size_dwords` dwords of PM4 at `ib_base` (dword aligned), as ROCr builds it.
+    pub const fn new(ib_base: u64, size_dwords: u32, completion_signal: u64) -> Self {
+        Pm4Ib {
+            ib: super::pm4::IndirectBuffer::new(ib_base, size_dwords),
+            ib_compute: false,
+            dw_cnt_remain: PM4_IB_DW_CNT_REMAIN,
+            completion_signal,
+        }
+    }
+
+    fn jump(&self) -> super::pm4::Repr<'static> {
+        super::pm4::Repr { compute: self.ib_compute, predicate: false, command: super::pm4::Command::IndirectBuffer(self.ib) }
+    }
+}
+
 /// A validated AQL packet body (everything the header does not say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Body {
@@ -456,6 +492,8 @@ pub enum Body {
     AgentDispatch(AgentDispatch),
     /// Vendor-specific with AMD format [`AMD_FORMAT_BARRIER_VALUE`].
     BarrierValue(BarrierValue),
+    /// Vendor-specific with AMD format [`AMD_FORMAT_PM4_IB`].
+    Pm4Ib(Pm4Ib),
     /// Any other vendor-specific packet: its format byte and bytes 4..64, carried as they are.
     Vendor {
         format: u8,
@@ -497,7 +535,7 @@ impl Repr {
             Body::BarrierAnd(_) => PacketType::BarrierAnd,
             Body::BarrierOr(_) => PacketType::BarrierOr,
             Body::AgentDispatch(_) => PacketType::AgentDispatch,
-            Body::BarrierValue(_) | Body::Vendor { .. } => PacketType::VendorSpecific,
+            Body::BarrierValue(_) | Body::Pm4Ib(_) | Body::Vendor { .. } => PacketType::VendorSpecific,
         }
     }
 
@@ -511,6 +549,7 @@ impl Repr {
             Body::KernelDispatch(k) => (k.dimensions as u16 & field::SETUP_DIMENSIONS_MASK) as u32,
             Body::AgentDispatch(a) => a.agent_type as u32,
             Body::BarrierValue(_) => AMD_FORMAT_BARRIER_VALUE as u32,
+            Body::Pm4Ib(_) => AMD_FORMAT_PM4_IB as u32,
             Body::Vendor { format, payload: _ } => format as u32,
             Body::BarrierAnd(_) | Body::BarrierOr(_) => 0,
         };
@@ -522,10 +561,11 @@ impl Repr {
     }
 
     /// Whether the packet is one [`Repr::parse`] accepts back: a dispatch has 1..=3 dimensions
-    /// (emit keeps only the 2 bits the setup field has).
-    pub const fn check(&self) -> Result<()> {
-        match self.body {
+    /// (emit keeps only the 2 bits the setup field has); a PM4-IB's INDIRECT_BUFFER encodes.
+    pub fn check(&self) -> Result<()> {
+        match &self.body {
             Body::KernelDispatch(k) if k.dimensions == 0 || k.dimensions > 3 => Err(Error::BadField),
+            Body::Pm4Ib(ib) => ib.jump().check(),
             _ => Ok(()),
         }
     }
@@ -587,13 +627,28 @@ impl Repr {
                     completion_signal: p.completion_signal(),
                 })
             }
+            PacketType::VendorSpecific if p.amd_format() == AMD_FORMAT_PM4_IB => {
+                let jump = super::pm4::Packet::new_checked(&p.buffer.as_ref()[field::PM4_IB_JUMP])?;
+                let (compute, ib) = match super::pm4::Repr::parse(&jump)? {
+                    super::pm4::Repr { compute, predicate: false, command: super::pm4::Command::IndirectBuffer(ib) } => (compute, ib),
+                    _ => return Err(Error::BadField),
+                };
+                Body::Pm4Ib(Pm4Ib {
+                    ib,
+                    ib_compute: compute,
+                    dw_cnt_remain: p.pm4_ib_dw_cnt_remain(),
+                    completion_signal: p.completion_signal(),
+                })
+            }
             PacketType::VendorSpecific => {
                 let mut payload = [0u8; PACKET_LEN - 4];
                 payload.copy_from_slice(&p.buffer.as_ref()[4..PACKET_LEN]);
                 Body::Vendor { format: p.amd_format(), payload }
             }
         };
-        Ok(Repr { barrier: h.barrier, acquire: h.acquire, release: h.release, body })
+        let repr = Repr { barrier: h.barrier, acquire: h.acquire, release: h.release, body };
+        repr.check()?;
+        Ok(repr)
     }
 
     /// Writes bytes 4..64 (everything but the header word). Reserved fields become 0.
@@ -634,6 +689,14 @@ impl Repr {
                 p.set_barrier_value_mask(bv.mask);
                 p.set_barrier_value_cond(bv.cond as u32);
                 p.set_completion_signal(bv.completion_signal);
+            }
+            Body::Pm4Ib(ib) => {
+                if let Some(b) = p.buffer.as_mut().get_mut(field::PM4_IB_JUMP) {
+                    // A jump that does not encode (see `check`) stays zero: the CP sees no packet.
+                    let _ = ib.jump().emit(&mut super::pm4::Packet::new_unchecked(b));
+                }
+                p.set_pm4_ib_dw_cnt_remain(ib.dw_cnt_remain);
+                p.set_completion_signal(ib.completion_signal);
             }
             Body::Vendor { payload, .. } => {
                 if let Some(b) = p.buffer.as_mut().get_mut(4..PACKET_LEN) {

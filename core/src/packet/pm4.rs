@@ -563,7 +563,9 @@ impl<'a> Repr<'a> {
                     && fits(field::WD_DST_SEL, w.dst_sel as u32)
                     && fits(field::WD_CACHE_POLICY, w.cache_policy as u32)
                     && fits(field::WD_ENGINE_SEL, w.engine_sel as u32)
-                    && w.dst_addr & 3 == 0
+                    // Memory and L2 destinations are byte addresses; a register destination is a
+                    // dword register offset.
+                    && (w.dst_sel == 0 || w.dst_addr & 3 == 0)
             }
             Command::ReleaseMem(r) => {
                 fits(field::RM_EVENT_TYPE, r.event_type as u32)
@@ -611,7 +613,8 @@ impl<'a> Repr<'a> {
         }
     }
 
-    /// Parses one packet from the front of the view's buffer.
+    /// Parses one packet from the front of the view's buffer. Whatever parses passes
+    /// [`Repr::check`], so it emits again.
     pub fn parse<T: AsRef<[u8]>>(p: &'a Packet<T>) -> Result<Repr<'a>> {
         p.check_len()?;
         let count = p.count();
@@ -723,7 +726,11 @@ impl<'a> Repr<'a> {
             }
             _ => return Err(Error::UnknownType),
         };
-        Ok(Repr { compute: p.shader_type() != 0, predicate: p.predicate() != 0, command })
+        let repr = Repr { compute: p.shader_type() != 0, predicate: p.predicate() != 0, command };
+        // What parses must emit again: values `check` refuses (misaligned addresses, swap bits in
+        // an IB base) are malformed here too.
+        repr.check()?;
+        Ok(repr)
     }
 
     /// Writes the packet (header included) at the front of the view's buffer. A packet that

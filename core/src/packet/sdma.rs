@@ -402,12 +402,13 @@ impl<'a> Repr<'a> {
         }
     }
 
-    /// Parses one packet from the front of the view's buffer.
+    /// Parses one packet from the front of the view's buffer. Whatever parses passes
+    /// [`Repr::check`], so it emits again.
     pub fn parse<T: AsRef<[u8]>>(p: &'a Packet<T>) -> Result<Repr<'a>> {
         p.check_len()?;
         let sub = p.sub_op() as u8;
         let want_sub = |s: u8| if sub == s { Ok(()) } else { Err(Error::UnknownType) };
-        Ok(match p.op() as u8 {
+        let repr = match p.op() as u8 {
             op::NOP => Repr::Nop { count: p.nop_count() as u16 },
             op::COPY => {
                 want_sub(sub_op::COPY_LINEAR)?;
@@ -462,7 +463,10 @@ impl<'a> Repr<'a> {
                 tmz: p.atomic_tmz() != 0,
             }),
             _ => return Err(Error::UnknownType),
-        })
+        };
+        // What parses must emit again (aligned addresses, counts in range).
+        repr.check()?;
+        Ok(repr)
     }
 
     /// Writes the packet at the front of the view's buffer; an invalid packet or a short buffer
