@@ -358,7 +358,9 @@ impl Model {
         } else {
             st.other_ids.release(a.event_id);
         }
-        if ev.queued > 0 {
+        let wake = ev.queued > 0;
+        drop(st);
+        if wake {
             self.events.cv.notify_all();
         }
         Ok(())
@@ -375,6 +377,8 @@ impl Model {
         if !set {
             ev.signaled = false;
         } else if EventState::set(ev) {
+            // Wake after unlocking, so the woken waiter does not block on the lock at once.
+            drop(st);
             self.events.cv.notify_all();
         }
         Ok(())
@@ -484,8 +488,8 @@ impl Model {
     /// set. Signal and debug events only; false for an unknown id or another type.
     pub fn signal_event(&self, event_id: u32) -> bool {
         let pst = self.lock();
-        let mut st = self.events_lock_for(pst.instance);
-        let st = &mut *st;
+        let mut guard = self.events_lock_for(pst.instance);
+        let st = &mut *guard;
         let Some(ev) = st.events.get_mut(&event_id).filter(|e| is_signal_like(e.ty)) else { return false };
         if let Some(page) = &st.page {
             // A page whose BO was freed is no longer the process's to write.
@@ -496,7 +500,9 @@ impl Model {
             }
         }
         drop(pst);
-        if EventState::set(ev) {
+        let wake = EventState::set(ev);
+        drop(guard);
+        if wake {
             self.events.cv.notify_all();
         }
         true
@@ -522,6 +528,7 @@ impl Model {
             f(ev);
             n += 1;
         }
+        drop(st);
         if wake {
             self.events.cv.notify_all();
         }
