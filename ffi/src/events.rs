@@ -192,7 +192,8 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
         };
         let mut result = event::wait(&*kfd, data, all, ms);
         drop(kfd);
-        if result.is_ok() {
+        // Exception data only exists for memory and HW-exception events: skip the lock otherwise.
+        if result.is_ok() && types.iter().any(|&t| t == HSA_EVENTTYPE_MEMORY || t == HSA_EVENTTYPE_HW_EXCEPTION) {
             result = with_ctx_mut(|c| c.finish_event_wait(ptrs.iter().map(|&p| p as usize), data));
         }
         if let Some(a) = ages.as_mut() {
