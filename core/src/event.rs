@@ -280,6 +280,60 @@ impl Context {
         Ok((r.id, r.ty))
     }
 
+    /// hsaKmtWaitOnMultipleEvents(_Ext) for a caller that owns the context for the whole wait
+    /// (tools, tests; the C exports release their lock instead and use [`wait`]): checks as the
+    /// exports do, then waits, copies exception data, and updates `ages` of signal events.
+    /// Up to 16 events allocate nothing.
+    pub fn wait_on_events(&mut self, evs: &[usize], wait_all: bool, milliseconds: u32, mut ages: Option<&mut [u64]>) -> KmtResult<()> {
+        const STACK: usize = 16;
+        if evs.is_empty() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        if ages.as_ref().is_some_and(|a| a.len() < evs.len()) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let mut stack = [(EventData::default(), 0u32); STACK];
+        let mut heap;
+        let entries: &mut [(EventData, u32)] = if evs.len() <= STACK {
+            &mut stack[..evs.len()]
+        } else {
+            heap = alloc::vec![(EventData::default(), 0u32); evs.len()];
+            &mut heap
+        };
+        for (i, (&ev, (d, ty))) in evs.iter().zip(entries.iter_mut()).enumerate() {
+            let r = self.events().get(ev)?;
+            let age = match &ages {
+                Some(a) if r.ty == HSA_EVENTTYPE_SIGNAL => a[i],
+                _ => 0,
+            };
+            *d = EventData::new(r.id, age);
+            *ty = r.ty;
+        }
+        let mut data_stack = [EventData::default(); STACK];
+        let mut data_heap;
+        let data: &mut [EventData] = if evs.len() <= STACK {
+            &mut data_stack[..evs.len()]
+        } else {
+            data_heap = alloc::vec![EventData::default(); evs.len()];
+            &mut data_heap
+        };
+        for (d, (e, _)) in data.iter_mut().zip(entries.iter()) {
+            *d = *e;
+        }
+        let mut result = wait(self.kfd(), data, wait_all, milliseconds);
+        if result.is_ok() {
+            result = self.finish_event_wait(evs.iter().copied(), data);
+        }
+        if let Some(a) = ages.as_mut() {
+            for ((age, d), (_, ty)) in a.iter_mut().zip(data.iter()).zip(entries.iter()) {
+                if *ty == HSA_EVENTTYPE_SIGNAL {
+                    *age = d.last_event_age();
+                }
+            }
+        }
+        result
+    }
+
     /// After a successful wait: memory-exception and HW-exception data the KFD returned go into
     /// the `HsaEvent`s (those destroyed meanwhile are skipped). An exception on a GPU the
     /// topology does not know is upstream's error.

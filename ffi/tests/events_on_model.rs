@@ -65,7 +65,16 @@ fn the_event_page_is_shared_with_the_gpu() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert!(m.signal_event(id));
     assert_eq!(waiter.join().unwrap(), Ok(()));
+    // The context's own wait, with ages.
+    let mut age = [1u64];
+    assert_eq!(c.wait_on_events(&[ev], true, 0, Some(&mut age)), Ok(()));
+    assert!(age[0] > 1);
+    assert_eq!(c.wait_on_events(&[ev], true, 0, Some(&mut age)), Err(Status::WAIT_TIMEOUT));
+    assert!(model.signal_event(id));
+    assert_eq!(c.wait_on_events(&[ev], false, 10, Some(&mut age)), Ok(()));
+    assert_eq!(c.wait_on_events(&[], false, 0, None), Err(Status::INVALID_PARAMETER));
     c.destroy_event(ev).unwrap();
+    assert_eq!(c.wait_on_events(&[ev], false, 0, None), Err(Status::INVALID_HANDLE));
     assert_eq!(c.live_events(), 0);
 }
 
