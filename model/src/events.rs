@@ -22,7 +22,7 @@
 //! - **Waits.** The `kfd_event_data` array is read with checked copies (EFAULT); an unknown id
 //!   is EINVAL. A waiter is activated at once when the event is signaled (consuming it if
 //!   auto-reset) or, for a signal event with a non-zero `last_event_age`, when the event's age
-//!   differs: a set that raced ahead of the wait is never lost. Otherwise it sleeps on a
+//!   differs (KFD 1.14+): a set that raced ahead of the wait is never lost. Otherwise it sleeps on a
 //!   condvar (no spinning) until a set activates it, the timeout passes (0: poll;
 //!   0xFFFFFFFF: forever; others: at most 0x7FFFFFFF ms) or the event is destroyed (EIO).
 //!   Wait-all needs every waiter activated, wait-any one. On completion, memory-exception data
@@ -416,6 +416,8 @@ impl Model {
 
     fn wait(&self, a: &kfd_ioctl_wait_events_args, waiters: &mut [Waiter]) -> (Result<(), i32>, u32) {
         let all = a.wait_for_all != 0;
+        // Event ages arrived with KFD 1.14; before, the field is ignored.
+        let ages = self.config.kfd_version >= (1, 14);
         let mut st = self.events_lock();
         let mut ret = Ok(());
         let mut result = RESULT_FAIL;
@@ -436,7 +438,7 @@ impl Model {
                 };
                 *w = Waiter { id, serial: ev.serial, seen_age: ev.age, activated: ev.signaled, live: true, ..Waiter::default() };
                 ev.signaled = ev.signaled && !ev.auto_reset;
-                if ev.ty == TYPE_SIGNAL && last_age != 0 {
+                if ages && ev.ty == TYPE_SIGNAL && last_age != 0 {
                     w.age_enabled = true;
                     if ev.age != last_age {
                         w.activated = true;

@@ -333,3 +333,15 @@ fn a_released_process_has_no_events() {
     assert_eq!(f.m.live_events(), 0);
     assert_eq!(set(&f.m, e), Err(EINVAL));
 }
+
+#[test]
+fn ages_need_kfd_1_14() {
+    let m = Model::new(ModelConfig::catalogue("mi210").with_kfd_version(1, 13)).unwrap();
+    let e = create(&m, SIGNAL, true);
+    set(&m, e).unwrap();
+    assert_eq!(wait(&m, &[e], true, 0), (Ok(()), COMPLETE));
+    // Age 1 is stale (the event is at 2), but a 1.13 KFD ignores ages.
+    let mut d = [event_data(e, 1)];
+    assert_eq!(wait_data(&m, &mut d, true, 0), (Ok(()), TIMEOUT));
+    assert_eq!(age_of(&d[0]), 1);
+}
