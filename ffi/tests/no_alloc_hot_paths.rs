@@ -1,43 +1,9 @@
 //! Hot paths allocate nothing: a counting global allocator watches hsaKmtGetClockCounters
 //! (through the C export, on the built-in model) after warm-up.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-
-struct Counting;
-thread_local! {
-    // Counting is per thread so tests running in parallel do not see each other.
-    static COUNTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    static ALLOCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-fn counting() -> bool {
-    COUNTING.try_with(|c| c.get()).unwrap_or(false)
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if counting() {
-            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if counting() {
-            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{ALLOCS, COUNTING};
 
 #[test]
 fn clock_counters_allocate_nothing() {

@@ -1,5 +1,5 @@
 //! Per-process memory state and the memory ioctls, following kfd_chardev.c and
-//! amdgpu_amdkfd_gpuvm.c (see /work/notes/memory-fmm-spec.md §4 for the rules):
+//! amdgpu_amdkfd_gpuvm.c (the rules are listed below):
 //!
 //! - ALLOC_MEMORY_OF_GPU: size 0 → EINVAL; unknown gpu → EINVAL; PUBLIC VRAM on a small-BAR GPU →
 //!   EINVAL; no VM acquired → ENODEV; DOORBELL size ≠ the process doorbell slice, MMIO_REMAP size ≠

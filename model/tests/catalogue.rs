@@ -1,7 +1,7 @@
 //! Catalogue consistency, and agreement with the real captures.
 //!
 //! The hand-read facts below were taken from the fixtures' files and SOURCE.md and are embedded
-//! here, so these tests run without `/work/shared`. When the fixtures are present, the generated
+//! here, so these tests run without the shared fixtures. When the fixtures are present, the generated
 //! files are also compared with them byte for byte (every file the capture has).
 
 use hsakmt_model::catalogue::{self, build, catalogue_names};
@@ -203,7 +203,8 @@ fn mi25_matches_the_capture_facts() {
 
 /// Every file of a capture equals the generated one.
 fn compare_with_fixture(name: &str, fixture: &str) {
-    let root = Path::new("/work/shared/fixtures/topology").join(fixture);
+    // The project's shared fixtures sit beside the repository (../shared) when present.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/topology").join(fixture);
     if !root.is_dir() {
         eprintln!("fixture {fixture} not present; byte comparison skipped");
         return;
