@@ -427,13 +427,11 @@ impl Context {
         Ok(a.available)
     }
 
-    /// hsaKmtSetMemoryPolicy: upstream only implements it for Kaveri-era APUs.
+    /// hsaKmtSetMemoryPolicy: upstream implements it only for Kaveri APUs (gfx7), which
+    /// hsakmt-rs does not support, and answers NOT_IMPLEMENTED on everything else; so do we,
+    /// after the node check.
     pub fn set_memory_policy(&self, node: u32) -> KmtResult<()> {
-        let (n, _) = self.node(node)?;
-        let e = n.props.EngineId;
-        if (e.bf_Major(), e.bf_Minor()) != (7, 0) || n.gpu_id == 0 {
-            return Err(Status::NOT_IMPLEMENTED);
-        }
+        self.node(node)?;
         Err(Status::NOT_IMPLEMENTED)
     }
 

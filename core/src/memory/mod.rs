@@ -628,10 +628,8 @@ impl Memory {
             if let Some(a) = self.mem_handle.as_mut() {
                 a.free(bo.start());
             }
-        } else if bo.kind == BoKind::Userptr {
-            // A registered user range: its own VA in the SVM aperture, the CPU pages are the user's.
-            self.release_svm(kfd, bo.start(), va_size);
         } else {
+            // For a registered user range this is its GPU VA only; the CPU pages are the user's.
             self.release_svm(kfd, bo.start(), va_size);
         }
         Ok(())
