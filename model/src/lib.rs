@@ -12,6 +12,7 @@
 
 pub mod catalogue;
 mod devmem;
+pub mod engine;
 mod drm;
 pub mod events;
 mod gpu;
