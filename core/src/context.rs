@@ -70,6 +70,8 @@ pub struct Context {
     render_fds: Vec<(u32, i32)>,
     /// Events (`event.rs`).
     events: crate::event::Events,
+    /// Queues (`queue.rs`).
+    pub(crate) queues: crate::queue::Queues,
 }
 
 fn zeroed<T: FromZeros>() -> T {
@@ -91,7 +93,16 @@ impl Context {
             ));
         }
         let version = HsaVersionInfo { KernelInterfaceMajorVersion: v.major_version, KernelInterfaceMinorVersion: v.minor_version };
-        Ok(Context { kfd: kfd.into(), version, cfg, acquired: None, runtime_caps: 0, render_fds: Vec::new(), events: Default::default() })
+        Ok(Context {
+            kfd: kfd.into(),
+            version,
+            cfg,
+            acquired: None,
+            runtime_caps: 0,
+            render_fds: Vec::new(),
+            events: Default::default(),
+            queues: Default::default(),
+        })
     }
 
     pub fn version(&self) -> HsaVersionInfo {
@@ -132,7 +143,7 @@ impl Context {
         self.events.len()
     }
 
-    fn minor_at_least(&self, minor: u32) -> bool {
+    pub(crate) fn minor_at_least(&self, minor: u32) -> bool {
         self.version.KernelInterfaceMinorVersion >= minor
     }
 
@@ -212,6 +223,8 @@ impl Context {
     /// Drop the snapshot and what was derived from it. Always succeeds (upstream). The VMs
     /// stay bound to their render fds, which live as long as the context.
     pub fn release_system_properties(&mut self) {
+        // Queues use memory the teardown frees: the KFD lets go of them first.
+        self.destroy_all_queues();
         if let Some(mut a) = self.acquired.take() {
             a.memory.teardown(&*self.kfd);
             self.events.forget_page();
@@ -229,6 +242,10 @@ impl Context {
 
     fn svm_heap(&self) -> Option<(u64, u64)> {
         self.acquired.as_ref()?.memory.svm_heap().map(|a| (a.base, a.limit))
+    }
+
+    pub(crate) fn node_checked(&self, id: u32) -> KmtResult<(&topology::Node, Apertures)> {
+        self.node(id)
     }
 
     fn node(&self, id: u32) -> KmtResult<(&topology::Node, Apertures)> {
@@ -405,6 +422,17 @@ impl Context {
             return Err(Status::INVALID_NODE_UNIT);
         }
         mem.alloc(kfd, topo, node, gtt_anchor, size, align, flags, fixed)
+    }
+
+    /// The CPU page size the memory manager works with.
+    pub(crate) fn page_size(&self) -> u64 {
+        self.cfg.memory.fmm.page_size
+    }
+
+    /// Map a GPU's doorbell page (`queue.rs`).
+    pub(crate) fn map_doorbell(&mut self, gpu_id: u32, len: u64, mmap_offset: u64) -> KmtResult<u64> {
+        let (kfd, _, mem) = self.mem()?;
+        mem.map_doorbell(kfd, gpu_id, len, mmap_offset)
     }
 
     pub fn free_memory(&mut self, addr: u64) -> KmtResult<()> {

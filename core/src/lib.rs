@@ -12,6 +12,7 @@ pub mod fmm;
 pub mod memory;
 pub mod packet;
 pub mod port;
+pub mod queue;
 pub mod status;
 pub mod topology;
 

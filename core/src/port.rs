@@ -104,6 +104,11 @@ pub trait Kfd: Send + Sync {
     /// What answers this port.
     fn backend(&self) -> Backend;
 
+    /// A doorbell of KFD queue `queue_id` was written through the thunk (hsaKmtQueueRingDoorbell).
+    /// Hardware needs nothing more; a model may use it to run its engines at once instead of
+    /// noticing the write later.
+    fn doorbell_rung(&self, _queue_id: u32) {}
+
     /// The frequency of a GPU's clock counter in kHz (what upstream's runtime reads from
     /// libdrm's `gpu_counter_freq`), when the backend knows it.
     fn gpu_counter_khz(&self, _gpu_id: u32) -> Option<u64> {

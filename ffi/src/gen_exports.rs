@@ -4,153 +4,19 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (62): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetSigbusDelay, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
-// Stubs: 126.
+// Hand-written exports at generation time (74): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
+// Stubs: 114.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
     HSATraceId, HSAint32, HSAint64, HSAuint32, HSAuint64, HsaAMDGPUDeviceHandle, HsaAisFlags, HsaCacheProperties, HsaClockCounters,
     HsaCounter, HsaCounterProperties, HsaDbgWaveMessage, HsaEvent, HsaEventDescriptor, HsaGpuTileConfig, HsaGraphicsResourceInfo,
     HsaIoLinkProperties, HsaKFDContext, HsaMemFlags, HsaMemoryProperties, HsaNodeProperties, HsaPcSamplingInfo, HsaPcSamplingTraceId,
-    HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueReport, HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties,
-    HSAKMT_STATUS, HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP, HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE,
-    HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
+    HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS,
+    HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP, HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE, HSA_QUEUEID,
+    HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
 use hsakmt_core::abi::kfd::{kfd_dbg_device_info_entry, kfd_ioctl_dbg_trap_args, kfd_runtime_info};
-
-/// `hsaKmtReportQueue` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtReportQueue(_queue_id: HSA_QUEUEID, _queue_report: *mut HsaQueueReport) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtReportQueue")
-}
-
-/// `hsaKmtCreateQueue` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[allow(clippy::too_many_arguments)] // the C signature is fixed
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtCreateQueue(
-    _node_id: HSAuint32,
-    _type: HSA_QUEUE_TYPE,
-    _queue_percentage: HSAuint32,
-    _priority: HSA_QUEUE_PRIORITY,
-    _queue_address: *mut c_void,
-    _queue_size_in_bytes: HSAuint64,
-    _event: *mut HsaEvent,
-    _queue_resource: *mut HsaQueueResource,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtCreateQueue")
-}
-
-/// `hsaKmtCreateQueueExt` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[allow(clippy::too_many_arguments)] // the C signature is fixed
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtCreateQueueExt(
-    _node_id: HSAuint32,
-    _type: HSA_QUEUE_TYPE,
-    _queue_percentage: HSAuint32,
-    _priority: HSA_QUEUE_PRIORITY,
-    _sdma_engine_id: HSAuint32,
-    _queue_address: *mut c_void,
-    _queue_size_in_bytes: HSAuint64,
-    _event: *mut HsaEvent,
-    _queue_resource: *mut HsaQueueResource,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtCreateQueueExt")
-}
-
-/// `hsaKmtCreateQueueV2` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[allow(clippy::too_many_arguments)] // the C signature is fixed
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtCreateQueueV2(
-    _node_id: HSAuint32,
-    _type: HSA_QUEUE_TYPE,
-    _queue_percentage: HSAuint32,
-    _priority: HSA_QUEUE_PRIORITY,
-    _sdma_engine_id: HSAuint32,
-    _queue_address: *mut c_void,
-    _queue_size_in_bytes: HSAuint64,
-    _meta_data_prefetch_size_in_bytes: HSAuint64,
-    _event: *mut HsaEvent,
-    _queue_resource: *mut HsaQueueResource,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtCreateQueueV2")
-}
-
-/// `hsaKmtUpdateQueue` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtUpdateQueue(
-    _queue_id: HSA_QUEUEID,
-    _queue_percentage: HSAuint32,
-    _priority: HSA_QUEUE_PRIORITY,
-    _queue_address: *mut c_void,
-    _queue_size: HSAuint64,
-    _event: *mut HsaEvent,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtUpdateQueue")
-}
-
-/// `hsaKmtDestroyQueue` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDestroyQueue(_queue_id: HSA_QUEUEID) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDestroyQueue")
-}
-
-/// `hsaKmtSetQueueCUMask` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetQueueCUMask(
-    _queue_id: HSA_QUEUEID,
-    _cu_mask_count: HSAuint32,
-    _queue_cu_mask: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetQueueCUMask")
-}
-
-/// `hsaKmtGetQueueInfo` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetQueueInfo(_queue_id: HSA_QUEUEID, _queue_info: *mut HsaQueueInfo) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetQueueInfo")
-}
-
-/// `hsaKmtGetKernelQueueId` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetKernelQueueId(_queue_id: HSA_QUEUEID, _kernel_internal_queue_id: *mut HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetKernelQueueId")
-}
-
-/// `hsaKmtQueueRingDoorbell` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtQueueRingDoorbell(_queue_id: HSA_QUEUEID, _value: HSAuint64) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtQueueRingDoorbell")
-}
 
 /// `hsaKmtImportExternalSemaphore` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///
@@ -199,15 +65,6 @@ pub unsafe extern "C" fn hsaKmtQueueWaitExternalSemaphore(
     _value: HSAuint64,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtQueueWaitExternalSemaphore")
-}
-
-/// `hsaKmtAllocQueueGWS` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtAllocQueueGWS(_queue_id: HSA_QUEUEID, _n_gws: HSAuint32, _first_gws: *mut HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtAllocQueueGWS")
 }
 
 /// `hsaKmtDbgRegister` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
@@ -417,21 +274,6 @@ pub unsafe extern "C" fn hsaKmtPmcQueryTrace(_trace_id: HSATraceId) -> HSAKMT_ST
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtPmcStopTrace(_trace_id: HSATraceId) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtPmcStopTrace")
-}
-
-/// `hsaKmtSetTrapHandler` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetTrapHandler(
-    _node_id: HSAuint32,
-    _trap_handler_base_address: *mut c_void,
-    _trap_handler_size_in_bytes: HSAuint64,
-    _trap_buffer_base_address: *mut c_void,
-    _trap_buffer_size_in_bytes: HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetTrapHandler")
 }
 
 /// `hsaKmtSPMAcquire` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

@@ -15,6 +15,7 @@ pub mod log;
 mod memory;
 mod openclose;
 mod plugin;
+mod queues;
 pub mod safe;
 mod topology;
 
@@ -22,4 +23,5 @@ pub use device::*;
 pub use events::*;
 pub use memory::*;
 pub use openclose::*;
+pub use queues::*;
 pub use topology::*;

@@ -97,6 +97,9 @@ pub(crate) struct Memory {
     scratch: Vec<Scratch>,
     /// Per GPU, the MMIO remap (HDP flush) page: (gpu_id, va, handle).
     mmio: Vec<(u32, u64, u64)>,
+    /// Per GPU, the queue doorbell page: (gpu_id, cpu address, size, BO handle, 0 when the
+    /// page is only CPU-mapped).
+    doorbells: Vec<(u32, u64, u64, u64)>,
     svm: SvmVa,
     mem_handle: Option<VaAllocator>,
     bos: BoTable,
@@ -176,6 +179,7 @@ impl Memory {
             layout,
             scratch: Vec::new(),
             mmio: Vec::new(),
+            doorbells: Vec::new(),
             svm,
             mem_handle,
             bos: BoTable::default(),
@@ -219,6 +223,41 @@ impl Memory {
             self.layout.set_mmio(gpu_id, va);
             self.mmio.push((gpu_id, va, handle));
         }
+    }
+
+    /// Map a GPU's doorbell page as upstream's map_doorbell does: on a dGPU a DOORBELL BO in
+    /// the fine-grain aperture, CPU-mapped from the KFD at the offset CREATE_QUEUE returned
+    /// and mapped to the GPU; where that fails, a plain CPU mapping of the KFD offset.
+    pub(crate) fn map_doorbell(&mut self, kfd: &dyn Kfd, gpu_id: u32, len: u64, mmap_offset: u64) -> KmtResult<u64> {
+        if let Some(d) = self.doorbells.iter().find(|d| d.0 == gpu_id) {
+            return Ok(d.1);
+        }
+        if let Some(va) = self.map_doorbell_bo(kfd, gpu_id, len, mmap_offset) {
+            return Ok(va);
+        }
+        // SAFETY: a new shared mapping at an address the kernel picks.
+        let cpu = unsafe { kfd.mmap(None, len as usize, PROT_READ | PROT_WRITE, true, mmap_offset) }.map_err(|_| Status::ERROR)?;
+        self.doorbells.push((gpu_id, cpu as u64, len, 0));
+        Ok(cpu as u64)
+    }
+
+    fn map_doorbell_bo(&mut self, kfd: &dyn Kfd, gpu_id: u32, len: u64, mmap_offset: u64) -> Option<u64> {
+        let gpu = self.gpu_by_id(gpu_id)?;
+        let va = self.reserve_svm(kfd, len, 0, true, None).ok()?;
+        let ioc = flags::ioc::DOORBELL | flags::ioc::WRITABLE | flags::ioc::COHERENT;
+        let Ok((handle, _)) = self.alloc_bo(kfd, gpu, va, 0, len, ioc) else {
+            self.release_svm(kfd, va, len);
+            return None;
+        };
+        // SAFETY: `va` is this manager's reservation for exactly `len` bytes.
+        let cpu = unsafe { kfd.mmap(Some(va as usize), len as usize, PROT_READ | PROT_WRITE, true, mmap_offset) };
+        if cpu.is_err() || self.map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, &[gpu_id]).is_err() {
+            let _ = self.free_bo_handle(kfd, handle);
+            self.release_svm(kfd, va, len);
+            return None;
+        }
+        self.doorbells.push((gpu_id, va, len, handle));
+        Some(va)
     }
 
     /// Whether the GPU of `gpu_id` has an MMIO remap page.
@@ -312,6 +351,16 @@ impl Memory {
             if self.free_scratch(kfd, 0).is_err() {
                 self.scratch.remove(0);
             }
+        }
+        for (gpu_id, va, len, handle) in core::mem::take(&mut self.doorbells) {
+            if handle == 0 {
+                // SAFETY: the CPU-only doorbell mapping this manager made; nothing uses it now.
+                let _ = unsafe { kfd.munmap(va as usize, len as usize) };
+                continue;
+            }
+            let _ = self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &[gpu_id]);
+            let _ = self.free_bo_handle(kfd, handle);
+            self.release_svm(kfd, va, len);
         }
         for (gpu_id, va, handle) in core::mem::take(&mut self.mmio) {
             let _ = self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &[gpu_id]);

@@ -1,0 +1,207 @@
+/* Queues as kfdtest and ROCr use them: SDMA, PM4 compute and AQL compute queues on the first GPU,
+ * with their doorbells, read/write pointers, CU masks, queue info and destruction; an SDMA FENCE +
+ * TRAP written by hand from the public packet format, executed by the GPU (the model's), raising
+ * the KFD event the test waits on; and the statuses of bad input (NULL resource, bad priority or
+ * type, unknown node, ring size not a power of two, unmapped ring, destroying twice). Exit 0 on
+ * success. */
+#include <hsakmt/hsakmt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define EXPECT(cond)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                                 \
+			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
+			failures++;                                                \
+		}                                                              \
+	} while (0)
+
+/* Host memory the GPU of `node` can reach (what kfdtest's HsaMemoryBuffer(host) gives). */
+static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
+{
+	HsaMemFlags f;
+	void *p = NULL;
+	HSAuint64 gpu_va = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.ui32.HostAccess = 1;
+	f.ui32.NonPaged = 1;
+	f.ui32.ExecuteAccess = 1;
+	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
+	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
+		return NULL;
+	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemMapFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+static void release(void *p, HSAuint64 size)
+{
+	EXPECT(hsaKmtUnmapMemoryToGPU(p) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtFreeMemory(p, size) == HSAKMT_STATUS_SUCCESS);
+}
+
+int main(void)
+{
+	HsaSystemProperties sys;
+	HsaNodeProperties props;
+	HsaQueueResource r, bad;
+	HSAuint32 gpu = 0, n, kid = 0;
+	HSAKMT_STATUS st;
+
+	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
+		printf("cannot open\n");
+		return 1;
+	}
+	for (n = 0; n < sys.NumNodes; n++) {
+		EXPECT(hsaKmtGetNodeProperties(n, &props) == HSAKMT_STATUS_SUCCESS);
+		if (props.KFDGpuID) {
+			gpu = n;
+			break;
+		}
+	}
+	EXPECT(gpu != 0);
+	EXPECT(hsaKmtGetNodeProperties(gpu, &props) == HSAKMT_STATUS_SUCCESS);
+
+	uint32_t *ring = gpu_host_memory(gpu, 4096);
+	uint32_t *dst = gpu_host_memory(gpu, 4096);
+	EXPECT(ring && dst);
+
+	/* Bad input: each a status, nothing created. */
+	memset(&bad, 0, sizeof(bad));
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, NULL) ==
+	       HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, (HSA_QUEUE_PRIORITY)4, ring, 4096, NULL, &bad) ==
+	       HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtCreateQueue(gpu, (HSA_QUEUE_TYPE)99, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, &bad) ==
+	       HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtCreateQueue(999, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, &bad) ==
+	       HSAKMT_STATUS_INVALID_NODE_UNIT);
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA_BY_ENG_ID, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, &bad) ==
+	       HSAKMT_STATUS_ERROR);
+	/* The KFD refuses a ring size that is not a power of two, and a ring the GPU cannot reach. */
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 3000, NULL, &bad) ==
+	       HSAKMT_STATUS_ERROR);
+	void *unmapped = aligned_alloc(4096, 4096);
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, unmapped, 4096, NULL, &bad) ==
+	       HSAKMT_STATUS_ERROR);
+	free(unmapped);
+	EXPECT(hsaKmtDestroyQueue(0) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtDestroyQueue(0x12345678) == HSAKMT_STATUS_INVALID_PARAMETER);
+
+	/* An SDMA queue. */
+	memset(&r, 0, sizeof(r));
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, &r) ==
+	       HSAKMT_STATUS_SUCCESS);
+	EXPECT(r.QueueId != 0 && r.Queue_DoorBell_aql != NULL && r.Queue_read_ptr_aql != NULL && r.Queue_write_ptr_aql != NULL);
+	EXPECT(((uintptr_t)r.Queue_DoorBell_aql & 7) == 0);
+	EXPECT(hsaKmtGetKernelQueueId(r.QueueId, &kid) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtGetKernelQueueId(r.QueueId, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	HsaQueueInfo info;
+	EXPECT(hsaKmtGetQueueInfo(r.QueueId, &info) == HSAKMT_STATUS_ERROR); /* no CWSR area on SDMA */
+	HsaQueueReport rep;
+	EXPECT(hsaKmtReportQueue(r.QueueId, &rep) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(rep.QueueAddress == ring && rep.QueueSize == 4096);
+
+	/* FENCE 0xCAFE to dst, then TRAP with the event's id: SDMA packets from the public format
+	 * (op in bits 0..7; FENCE = 5: address lo/hi, data; TRAP = 6: 28-bit interrupt context). */
+	HsaEventDescriptor d;
+	HsaEvent *ev = NULL;
+	memset(&d, 0, sizeof(d));
+	d.EventType = HSA_EVENTTYPE_SIGNAL;
+	d.NodeId = gpu;
+	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
+	uint64_t a = (uintptr_t)dst;
+	uint32_t pk[] = { 5, (uint32_t)a, (uint32_t)(a >> 32), 0xCAFE, 6, ev->EventId & 0x0fffffff };
+	memcpy(ring, pk, sizeof(pk));
+	__atomic_store_n(r.Queue_write_ptr_aql, (HSAuint64)sizeof(pk), __ATOMIC_RELEASE);
+	__atomic_store_n(r.Queue_DoorBell_aql, (HSAuint64)sizeof(pk), __ATOMIC_RELEASE);
+	EXPECT(hsaKmtWaitOnEvent(ev, 10000) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(__atomic_load_n(&dst[0], __ATOMIC_ACQUIRE) == 0xCAFE);
+	EXPECT(*r.Queue_read_ptr_aql == sizeof(pk)); /* SDMA read pointer in bytes */
+
+	/* The same through hsaKmtQueueRingDoorbell: a second FENCE. */
+	uint32_t pk2[] = { 5, (uint32_t)(a + 4), (uint32_t)((a + 4) >> 32), 0xBEEF, 6, ev->EventId & 0x0fffffff };
+	memcpy((char *)ring + sizeof(pk), pk2, sizeof(pk2));
+	__atomic_store_n(r.Queue_write_ptr_aql, (HSAuint64)(sizeof(pk) + sizeof(pk2)), __ATOMIC_RELEASE);
+	EXPECT(hsaKmtQueueRingDoorbell(r.QueueId, sizeof(pk) + sizeof(pk2)) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtWaitOnEvent(ev, 10000) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(__atomic_load_n(&dst[1], __ATOMIC_ACQUIRE) == 0xBEEF);
+	EXPECT(hsaKmtQueueRingDoorbell(0x4321, 0) == HSAKMT_STATUS_INVALID_PARAMETER);
+
+	/* A PM4 compute queue: CWSR area, CU mask, update. */
+	uint32_t *ring2 = gpu_host_memory(gpu, 4096);
+	HsaQueueResource c;
+	memset(&c, 0, sizeof(c));
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_COMPUTE, 100, HSA_QUEUE_PRIORITY_HIGH, ring2, 4096, ev, &c) ==
+	       HSAKMT_STATUS_SUCCESS);
+	EXPECT(c.QueueId != 0 && c.QueueId != r.QueueId && c.Queue_DoorBell_aql != r.Queue_DoorBell_aql);
+	uint32_t cus = props.NumFComputeCores / props.NumSIMDPerCU;
+	memset(&info, 0, sizeof(info));
+	EXPECT(hsaKmtGetQueueInfo(c.QueueId, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.NumCUAssigned == (cus + 31) / 32 * 32);
+	EXPECT(info.CUMaskInfo != NULL && (info.CUMaskInfo[0] & 1) == 1);
+	EXPECT(info.SaveAreaHeader != NULL && info.SaveAreaHeader->ErrorEventId == ev->EventId);
+	EXPECT(hsaKmtGetQueueInfo(c.QueueId, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	uint32_t mask[4] = { 0x5, 0, 0, 0 };
+	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 0, mask) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 33, mask) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 32, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 32, mask) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtGetQueueInfo(c.QueueId, &info) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(info.NumCUAssigned == 32 && info.CUMaskInfo[0] == 0x5);
+	EXPECT(hsaKmtUpdateQueue(c.QueueId, 50, HSA_QUEUE_PRIORITY_LOW, ring2, 4096, NULL) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUpdateQueue(c.QueueId, 50, (HSA_QUEUE_PRIORITY)7, ring2, 4096, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtUpdateQueue(c.QueueId, 50, HSA_QUEUE_PRIORITY_LOW, ring2, 1000, NULL) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtUpdateQueue(c.QueueId, 101, HSA_QUEUE_PRIORITY_LOW, ring2, 4096, NULL) == HSAKMT_STATUS_ERROR);
+
+	/* An AQL queue: the caller's read/write pointers come back as given. */
+	uint64_t *ptrs = gpu_host_memory(gpu, 4096);
+	uint32_t *ring3 = gpu_host_memory(gpu, 4096);
+	HsaQueueResource q;
+	memset(&q, 0, sizeof(q));
+	q.Queue_read_ptr_aql = &ptrs[0];
+	q.Queue_write_ptr_aql = &ptrs[1];
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, ring3, 4096, NULL, &q) ==
+	       HSAKMT_STATUS_SUCCESS);
+	EXPECT(q.Queue_read_ptr_aql == &ptrs[0] && q.Queue_write_ptr_aql == &ptrs[1] && q.Queue_DoorBell_aql != NULL);
+	HSAuint32 kid2 = 0;
+	EXPECT(hsaKmtGetKernelQueueId(q.QueueId, &kid2) == HSAKMT_STATUS_SUCCESS && kid2 != kid);
+
+	/* Trap handler. */
+	EXPECT(hsaKmtSetTrapHandler(gpu, ring3, 4096, ptrs, 4096) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtSetTrapHandler(999, ring3, 4096, ptrs, 4096) == HSAKMT_STATUS_INVALID_NODE_UNIT);
+
+	/* Destroy: once succeeds, twice is a status. */
+	EXPECT(hsaKmtDestroyQueue(q.QueueId) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDestroyQueue(q.QueueId) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtDestroyQueue(c.QueueId) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDestroyQueue(r.QueueId) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDestroyQueue(r.QueueId) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtGetKernelQueueId(r.QueueId, &kid) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtDestroyEvent(ev) == HSAKMT_STATUS_SUCCESS);
+	release(ring, 4096);
+	release(dst, 4096);
+	release(ring2, 4096);
+	release(ring3, 4096);
+	release(ptrs, 4096);
+
+	/* A queue left alive is destroyed by close. */
+	uint32_t *ring4 = gpu_host_memory(gpu, 4096);
+	memset(&r, 0, sizeof(r));
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ring4, 4096, NULL, &r) ==
+	       HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtCloseKFD() == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDestroyQueue(r.QueueId) == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
+
+	if (failures) {
+		printf("queues: %d failures\n", failures);
+		return 1;
+	}
+	printf("queues: OK\n");
+	return 0;
+}
