@@ -12,8 +12,8 @@
 
 pub mod catalogue;
 mod devmem;
-pub mod engine;
 mod drm;
+pub mod engine;
 pub mod events;
 mod gpu;
 mod kfd;
