@@ -119,3 +119,24 @@ fn bad_command_ring_parameters() {
         assert_eq!(CmdRing::new(CmdFormat::Sdma, base, 64, std::ptr::null_mut(), r, &db).err(), Some(RingError::Null));
     }
 }
+
+/// A CP reports its PM4 read pointer as a dword offset that wraps at the ring size (kfdtest's
+/// PM4Queue::Rptr); the writer must read it modulo the ring, never as "far behind".
+#[test]
+fn pm4_read_pointer_that_wraps_at_the_ring_size() {
+    let m = Mem::new(16);
+    let mut ring = m.writer(CmdFormat::Pm4);
+    let rm = pm4::Repr::compute(pm4::Command::ReleaseMem(pm4::ReleaseMem::eop(0x1000, 1)));
+    for round in 1..=5u64 {
+        ring.write_pm4(&rm).unwrap();
+        let w = ring.commit();
+        assert_eq!(w, round * 8);
+        // The processor consumed everything and reports its position wrapped.
+        m.rptr.store(w % 16, Ordering::Release);
+        assert_eq!(ring.free_bytes(), 60, "round {round}: an empty ring less the dword kept free");
+    }
+    // Half consumed: 8 dwords in flight, 7 free (one stays free).
+    ring.write_pm4(&rm).unwrap();
+    ring.commit();
+    assert_eq!(ring.free_bytes(), 28);
+}

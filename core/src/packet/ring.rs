@@ -372,9 +372,13 @@ impl<D: Doorbell> CmdRing<D> {
         unsafe { self.read_ptr.as_ref() }.load(Ordering::Acquire) << self.format.unit_shift()
     }
 
-    /// Free bytes, as far as the processor's read pointer says.
+    /// Free bytes, as far as the processor's read pointer says. The pointers are compared
+    /// modulo the ring size because a CP reports its PM4 read pointer as a 32-bit dword offset
+    /// that wraps at the ring size (SDMA engines report a monotonic byte count; both read the
+    /// same way here). One dword always stays free, so a full ring never reads as empty.
     pub fn free_bytes(&self) -> u64 {
-        self.size.saturating_sub(self.wptr.wrapping_sub(self.read_bytes()))
+        let used = self.wptr.wrapping_sub(self.read_bytes()) & (self.size - 1);
+        self.size - used - 4
     }
 
     /// The ring bytes `[offset, offset + len)`, which the caller has checked are free.
