@@ -9,6 +9,7 @@
 //! All formats are little-endian, as the GPU reads them.
 
 pub mod aql;
+pub mod model_kernel;
 pub mod pm4;
 pub mod ring;
 pub mod sdma;
