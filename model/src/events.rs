@@ -510,6 +510,30 @@ impl Model {
         true
     }
 
+    /// The CP / SDMA interrupt path into the KFD (kfd_signal_event_interrupt): an interrupt
+    /// whose context id (its low `valid_bits` bits) names a signal event whose slot the GPU has
+    /// written (not "unsignaled") sets that event; otherwise every event whose slot is written is
+    /// set (the kernel's exhaustive scan when the id in the payload does not match). Setting an
+    /// event acknowledges its slot. The model, like gfx9's end-of-pipe and SDMA trap handlers,
+    /// always passes a full id (32 or 28 bits), so no partial-id search is needed. Returns how
+    /// many events were set.
+    pub fn signal_event_interrupt(&self, context_id: u32, valid_bits: u32) -> usize {
+        let id = if valid_bits >= 32 { context_id } else { context_id & ((1u32 << valid_bits) - 1) };
+        let ids: Vec<u32> = {
+            let st = self.events_lock();
+            let Some(page) = st.page.as_ref() else { return 0 };
+            let written = |i: u32| page.slot(i).is_some_and(|s| s.load(Ordering::Acquire) != UNSIGNALED_SLOT);
+            let is_signal = |i: u32| st.events.get(&i).is_some_and(|e| is_signal_like(e.ty));
+            if is_signal(id) && written(id) {
+                vec![id]
+            } else {
+                // At most `slots` (<= 4096) ids: bounded.
+                (1..st.slots as u32).filter(|&i| written(i) && is_signal(i)).collect()
+            }
+        };
+        ids.into_iter().filter(|&i| self.signal_event(i)).count()
+    }
+
     /// A GPU memory fault: every memory event of the process is set with the fault's data
     /// (`gpu_id`, `va`, failure flags, error type). Returns how many events were set.
     pub fn signal_memory_exception(&self, data: kfd_hsa_memory_exception_data) -> usize {

@@ -192,6 +192,18 @@ impl Model {
         self.atomic(gpu_id, va, 8, &mut |cur| if cur == expected { new } else { cur }, None)
     }
 
+    /// Atomic read-modify-write of the 32-bit word at `va` with `f` (new value from old);
+    /// returns the old value. For operations [`AtomicOp`] does not name (increment / decrement
+    /// with wrap, compare-swap loops).
+    pub(crate) fn gpu_rmw_u32(&self, gpu_id: u32, va: u64, f: &mut dyn FnMut(u32) -> u32) -> Result<u32, GpuFault> {
+        self.atomic(gpu_id, va, 4, &mut |cur| u64::from(f(cur as u32)), None).map(|v| v as u32)
+    }
+
+    /// [`Model::gpu_rmw_u32`] on a 64-bit word.
+    pub(crate) fn gpu_rmw_u64(&self, gpu_id: u32, va: u64, f: &mut dyn FnMut(u64) -> u64) -> Result<u64, GpuFault> {
+        self.atomic(gpu_id, va, 8, f, None)
+    }
+
     /// Read-modify-write of a `size`-byte word with `f` (new value from old); memfd-backed
     /// memory uses a CAS loop on the model's mapping (or the native op when `native` is given).
     fn atomic(

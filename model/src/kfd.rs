@@ -167,12 +167,12 @@ impl Arg<'_> {
     }
 }
 
-fn monotonic_raw_ns() -> u64 {
+pub(crate) fn monotonic_raw_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-fn boottime_ns() -> u64 {
+pub(crate) fn boottime_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
@@ -191,6 +191,17 @@ pub(crate) fn put<T: IntoBytes + zerocopy::Immutable>(buf: &mut [u8], v: &T) {
 }
 
 impl Model {
+    /// GPU `i`'s clock counter at CPU time `cpu_ns` (CLOCK_MONOTONIC_RAW): the counter runs at
+    /// the GPU's `counter_hz` from the CPU clock's epoch.
+    pub(crate) fn gpu_clock_at(&self, i: usize, cpu_ns: u64) -> u64 {
+        ((u128::from(cpu_ns) * u128::from(self.gpus[i].counter_hz)) / 1_000_000_000) as u64
+    }
+
+    /// The GPU clock counter GET_CLOCK_COUNTERS reports now (0 for an unknown GPU); what the
+    /// engines write for timestamps.
+    pub fn gpu_clock_counter(&self, gpu_id: u32) -> u64 {
+        self.gpu_index(gpu_id).map_or(0, |i| self.gpu_clock_at(i, monotonic_raw_ns()))
+    }
     /// One KFD ioctl, as `ioctl(kfd_fd, request, arg)` would run it; `Err` carries the errno.
     pub(crate) fn ioctl_arg(&self, request: u32, mut arg: Arg<'_>) -> Result<(), i32> {
         let nr = ioc::nr(request);
@@ -245,7 +256,7 @@ impl Model {
                 let mut a: kfd_ioctl_get_clock_counters_args = get(buf);
                 let cpu = monotonic_raw_ns();
                 a.gpu_clock_counter = match self.gpu_index(a.gpu_id) {
-                    Some(i) => ((u128::from(cpu) * u128::from(self.gpus[i].counter_hz)) / 1_000_000_000) as u64,
+                    Some(i) => self.gpu_clock_at(i, cpu),
                     None => 0, // node without GPU resource: still success
                 };
                 a.cpu_clock_counter = cpu;

@@ -6,9 +6,25 @@
 //! This module is the seam between the queue table (`queues.rs`, which owns the queues, watches
 //! the doorbells and decides when to run an engine) and the packet execution. The queue table
 //! calls [`Model::engine_run`] without holding any model lock.
+//!
+//! Common rules (model/ENGINES.md has the whole story):
+//! - Packets are decoded with the `hsakmt_core::packet` Reprs, read from
+//!   `ring_va + position mod ring size` (a packet may wrap around the ring end).
+//! - Every packet executed counts one step against the budget, PM4 indirect-buffer packets
+//!   included; a call stops at the budget with [`RunEnd::Budget`] and resumes where it was
+//!   (also inside an indirect buffer).
+//! - A GPU fault anywhere (the ring itself, an IB, a kernel object, a signal) raises the
+//!   memory-exception event and stops the queue; so does a malformed packet, as
+//!   [`QueueError::BadPacket`] (no event: the KFD raises HW exceptions only on resets).
 
-use crate::gpu::GpuFault;
+mod aql;
+mod kernels;
+mod pm4;
+mod sdma;
+
+use crate::gpu::{GpuFault, GpuFaultKind};
 use crate::model::Model;
+use hsakmt_core::abi::kfd::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
 
 /// Which packet processor a queue is fed to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,9 +64,27 @@ pub struct RingDesc {
 pub enum QueueError {
     /// A GPU page fault (the memory-exception event has been raised).
     Fault(GpuFault),
-    /// A packet the engine cannot execute: its position (ring units) and what is wrong.
+    /// A packet the engine cannot execute: its position (ring units) and what is wrong. For
+    /// a packet inside a PM4 indirect buffer, the position of the ring packet that leads there.
     BadPacket { at: u64, what: &'static str },
 }
+
+/// One PM4 indirect buffer in execution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IbFrame {
+    /// GPU VA of the IB (dword aligned).
+    pub base: u64,
+    /// Its size in dwords.
+    pub dwords: u32,
+    /// Dwords of it already executed.
+    pub pos: u32,
+}
+
+/// Deepest nesting of PM4 indirect buffers (ring → IB1 → IB2, as the CP's IB1/IB2 fetchers).
+pub const MAX_IB_DEPTH: usize = 2;
+/// Most dwords fetched from indirect buffers on behalf of one ring packet (chains included);
+/// past it the queue stops with a bad packet, so an IB chain that loops terminates.
+pub const MAX_IB_DWORDS: u64 = 1 << 20;
 
 /// The engine's own state of one queue (what the CP keeps internally).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,6 +93,20 @@ pub struct RingProgress {
     pub read: u64,
     /// Set when the queue stopped.
     pub error: Option<QueueError>,
+    /// PM4 indirect buffers in execution, outermost first (PM4 rings, and AQL PM4-IB packets):
+    /// a packet that blocks or a budget that runs out inside an IB resumes there. The ring
+    /// packet that opened them is not consumed (`read` stays on it) until they are done. At
+    /// most [`MAX_IB_DEPTH`] frames.
+    pub ib_stack: Vec<IbFrame>,
+    /// Dwords executed from indirect buffers for the current ring packet (bounded by
+    /// [`MAX_IB_DWORDS`]).
+    pub ib_dwords: u64,
+    /// The queue's SH register file (SET_SH_REG), `model_kernel::dispatch_regs::SH_REGS`
+    /// dwords from `SH_REG_BASE`; empty (all zero) until the first SET_SH_REG.
+    pub sh_regs: Vec<u32>,
+    /// GPU clock when the AQL packet at `read` started executing (kept while it blocks or runs
+    /// out of budget, so the completion signal's `start_ts` is when it started).
+    pub packet_start: Option<u64>,
 }
 
 /// How a call to [`Model::engine_run`] ended.
@@ -85,16 +133,182 @@ pub fn write_position(kind: EngineKind, doorbell: u64) -> u64 {
     }
 }
 
+/// Why execution of a packet did not complete.
+#[derive(Debug)]
+pub(crate) enum Halt {
+    /// A condition is not met: the packet stays unconsumed.
+    Blocked,
+    /// The queue stops.
+    Stop(QueueError),
+}
+
+impl From<GpuFault> for Halt {
+    fn from(f: GpuFault) -> Halt {
+        Halt::Stop(QueueError::Fault(f))
+    }
+}
+
+pub(crate) fn bad(at: u64, what: &'static str) -> Halt {
+    Halt::Stop(QueueError::BadPacket { at, what })
+}
+
+/// One call's execution context.
+pub(crate) struct Exec<'a> {
+    pub m: &'a Model,
+    pub ring: &'a RingDesc,
+    pub budget: u32,
+    /// Packets executed so far in this call.
+    pub steps: u32,
+}
+
+/// Largest chunk a copy or fill moves per GPU access (bounds the bounce buffer).
+pub(crate) const CHUNK: usize = 64 << 10;
+
+impl Exec<'_> {
+    pub fn gpu(&self) -> u32 {
+        self.ring.gpu_id
+    }
+
+    pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), Halt> {
+        Ok(self.m.gpu_read(self.ring.gpu_id, va, buf)?)
+    }
+
+    pub fn write(&self, va: u64, data: &[u8]) -> Result<(), Halt> {
+        Ok(self.m.gpu_write(self.ring.gpu_id, va, data)?)
+    }
+
+    pub fn read_u32(&self, va: u64) -> Result<u32, Halt> {
+        let mut b = [0u8; 4];
+        self.read(va, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn read_u64(&self, va: u64) -> Result<u64, Halt> {
+        let mut b = [0u8; 8];
+        self.read(va, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// `buf.len()` bytes of the ring from byte position `pos` (wrapping at the ring end). The
+    /// caller keeps `buf` no longer than the ring.
+    pub fn read_ring(&self, pos: u64, buf: &mut [u8]) -> Result<(), Halt> {
+        let mask = self.ring.ring_bytes - 1;
+        let off = pos & mask;
+        let first = (buf.len() as u64).min(self.ring.ring_bytes - off) as usize;
+        let (a, b) = buf.split_at_mut(first);
+        self.read(self.ring.ring_va.wrapping_add(off), a)?;
+        if !b.is_empty() {
+            self.read(self.ring.ring_va, b)?;
+        }
+        Ok(())
+    }
+
+    /// Report the read position where the producer reads it.
+    pub fn report(&self, read: u64) -> Result<(), Halt> {
+        let va = self.ring.rptr_va;
+        if va == 0 {
+            return Ok(());
+        }
+        match self.ring.kind {
+            // kfdtest's PM4Queue::Rptr: 32-bit, dwords, wrapped at the ring size.
+            EngineKind::Pm4 => self.write(va, &((read % (self.ring.ring_bytes / 4)) as u32).to_le_bytes()),
+            EngineKind::Aql | EngineKind::Sdma => self.write(va, &read.to_le_bytes()),
+        }
+    }
+
+    /// The GPU clock counter (the one GET_CLOCK_COUNTERS reports).
+    pub fn clock(&self) -> u64 {
+        self.m.gpu_clock_counter(self.ring.gpu_id)
+    }
+
+    /// The CP / SDMA interrupt with `context_id` (of which `valid_bits` bits are delivered).
+    pub fn interrupt(&self, context_id: u32, valid_bits: u32) {
+        self.m.signal_event_interrupt(context_id, valid_bits);
+    }
+
+    pub fn budget_left(&self) -> bool {
+        self.steps < self.budget
+    }
+}
+
+/// The WAIT_REG_MEM / POLL_REGMEM comparison of `(value & mask)` with the reference.
+pub(crate) fn compare(f: hsakmt_core::packet::pm4::CompareFunction, v: u32, reference: u32) -> bool {
+    use hsakmt_core::packet::pm4::CompareFunction as F;
+    match f {
+        F::Always => true,
+        F::Less => v < reference,
+        F::LessEqual => v <= reference,
+        F::Equal => v == reference,
+        F::NotEqual => v != reference,
+        F::GreaterEqual => v >= reference,
+        F::Greater => v > reference,
+    }
+}
+
+/// Smallest ring the engines accept: one AQL packet, one PM4 / SDMA dword.
+fn check_ring(ring: &RingDesc) -> Result<(), &'static str> {
+    let min = match ring.kind {
+        EngineKind::Aql => hsakmt_core::packet::aql::PACKET_LEN as u64,
+        EngineKind::Pm4 | EngineKind::Sdma => 4,
+    };
+    if !ring.ring_bytes.is_power_of_two() || ring.ring_bytes < min {
+        return Err("ring size is not a power of two of at least one packet");
+    }
+    Ok(())
+}
+
 impl Model {
     /// Execute `ring` from `progress.read` up to `write` (ring units), at most `budget` packets
     /// (indirect buffers count their packets). Must be called without any model lock held.
-    #[allow(dead_code)] // called by the queue table once it lands
-    pub(crate) fn engine_run(&self, ring: &RingDesc, progress: &mut RingProgress, write: u64, budget: u32) -> RunEnd {
-        let _ = (ring, write, budget);
+    pub fn engine_run(&self, ring: &RingDesc, progress: &mut RingProgress, write: u64, budget: u32) -> RunEnd {
         if progress.error.is_some() {
             return RunEnd::Stopped;
         }
-        // Placeholder until the engines land: nothing is executed.
-        RunEnd::Idle
+        if let Err(what) = check_ring(ring) {
+            return self.stop_queue(ring, progress, QueueError::BadPacket { at: progress.read, what });
+        }
+        let mut x = Exec { m: self, ring, budget, steps: 0 };
+        let r = match ring.kind {
+            EngineKind::Aql => aql::run(&mut x, progress, write),
+            EngineKind::Pm4 => pm4::run(&mut x, progress, write),
+            EngineKind::Sdma => sdma::run(&mut x, progress, write),
+        };
+        match r {
+            Ok(end) => end,
+            Err(Halt::Blocked) => RunEnd::Blocked,
+            Err(Halt::Stop(e)) => self.stop_queue(ring, progress, e),
+        }
+    }
+
+    fn stop_queue(&self, ring: &RingDesc, progress: &mut RingProgress, e: QueueError) -> RunEnd {
+        let e = match e {
+            // A misaligned atomic is a malformed packet, not a page fault.
+            QueueError::Fault(f) if f.kind == GpuFaultKind::Misaligned => {
+                QueueError::BadPacket { at: progress.read, what: "misaligned atomic" }
+            }
+            e => e,
+        };
+        if let QueueError::Fault(f) = &e {
+            self.signal_memory_exception(memory_exception(ring.gpu_id, f));
+        }
+        progress.error = Some(e);
+        RunEnd::Stopped
+    }
+}
+
+/// The memory-exception data the KFD reports for a GPU VM fault (kfd_signal_vm_fault_event):
+/// the faulting page's address, and why (not present, or a write to a read-only page).
+pub fn memory_exception(gpu_id: u32, f: &GpuFault) -> kfd_hsa_memory_exception_data {
+    let read_only = f.kind == GpuFaultKind::ReadOnly;
+    kfd_hsa_memory_exception_data {
+        failure: kfd_memory_exception_failure {
+            NotPresent: u32::from(!read_only),
+            ReadOnly: u32::from(read_only),
+            NoExecute: 0,
+            imprecise: 0,
+        },
+        va: f.va & !0xfff,
+        gpu_id,
+        ErrorType: 0,
     }
 }

@@ -1,0 +1,230 @@
+//! The compute CP's PM4 packet processor (gfx9 MEC semantics, soc15d.h / kfdtest's PM4 packets):
+//! PM4 rings and the indirect buffers of PM4 rings and AQL PM4-IB packets.
+
+use super::{bad, compare, kernels, Exec, Halt, IbFrame, RingProgress, RunEnd, MAX_IB_DEPTH, MAX_IB_DWORDS};
+use hsakmt_core::packet::model_kernel::dispatch_regs as regs;
+use hsakmt_core::packet::pm4::{self, Command, IndirectBuffer};
+use hsakmt_core::packet::Dwords;
+
+/// An INDIRECT_BUFFER packet is 4 dwords.
+const IB_PACKET_DWORDS: u64 = 4;
+
+/// What a packet asks of its fetcher.
+enum Next {
+    Done,
+    Ib(IndirectBuffer),
+}
+
+/// Run a PM4 ring (positions in dwords).
+pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<RunEnd, Halt> {
+    let ring_dwords = x.ring.ring_bytes / 4;
+    let mut buf = Vec::new();
+    loop {
+        if !p.ib_stack.is_empty() {
+            if !drain_ibs(x, p, &mut buf)? {
+                return Ok(RunEnd::Budget);
+            }
+            // The INDIRECT_BUFFER that opened them is consumed now.
+            p.read += IB_PACKET_DWORDS;
+            x.report(p.read)?;
+            continue;
+        }
+        if p.read >= write {
+            return Ok(RunEnd::Idle);
+        }
+        if !x.budget_left() {
+            return Ok(RunEnd::Budget);
+        }
+        let at = p.read;
+        let avail = (write - p.read).min(ring_dwords);
+        let mut h = [0u8; 4];
+        x.read_ring(p.read * 4, &mut h)?;
+        let len = packet_dwords(&h).ok_or_else(|| bad(at, "not a PM4 type-3 packet"))?;
+        if len > avail {
+            return Err(bad(at, "packet runs past the write pointer"));
+        }
+        buf.resize(len as usize * 4, 0);
+        x.read_ring(p.read * 4, &mut buf)?;
+        let next = exec(x, p, &buf, at)?;
+        x.steps += 1;
+        match next {
+            Next::Done => {
+                p.read += len;
+                x.report(p.read)?;
+            }
+            Next::Ib(ib) => {
+                if len != IB_PACKET_DWORDS {
+                    return Err(bad(at, "INDIRECT_BUFFER of a wrong length"));
+                }
+                p.ib_dwords = 0;
+                p.ib_stack.push(IbFrame { base: ib.ib_base, dwords: ib.size_dwords, pos: 0 });
+            }
+        }
+    }
+}
+
+/// A type-3 header's packet length in dwords.
+fn packet_dwords(header: &[u8; 4]) -> Option<u64> {
+    let p = pm4::Packet::new_unchecked(&header[..]);
+    (p.packet_type() == 3).then(|| p.total_len() as u64 / 4)
+}
+
+/// Execute the indirect buffers on `p.ib_stack` until they are all done (`true`) or the budget
+/// runs out (`false`). `p.read` is the position of the ring packet that opened them.
+pub(super) fn drain_ibs(x: &mut Exec<'_>, p: &mut RingProgress, buf: &mut Vec<u8>) -> Result<bool, Halt> {
+    let at = p.read;
+    loop {
+        while p.ib_stack.last().is_some_and(|f| f.pos >= f.dwords) {
+            p.ib_stack.pop();
+        }
+        let Some(&top) = p.ib_stack.last() else { return Ok(true) };
+        if !x.budget_left() {
+            return Ok(false);
+        }
+        let va = top.base.wrapping_add(u64::from(top.pos) * 4);
+        let mut h = [0u8; 4];
+        x.read(va, &mut h)?;
+        let len = packet_dwords(&h).ok_or_else(|| bad(at, "not a PM4 type-3 packet in an indirect buffer"))?;
+        if u64::from(top.pos) + len > u64::from(top.dwords) {
+            return Err(bad(at, "packet runs past the end of its indirect buffer"));
+        }
+        if p.ib_dwords + len > MAX_IB_DWORDS {
+            return Err(bad(at, "indirect buffers exceed the model's bound (a loop?)"));
+        }
+        buf.resize(len as usize * 4, 0);
+        x.read(va, buf)?;
+        let next = exec(x, p, buf, at)?;
+        x.steps += 1;
+        p.ib_dwords += len;
+        let depth = p.ib_stack.len();
+        let Some(frame) = p.ib_stack.last_mut() else { return Ok(true) };
+        match next {
+            Next::Done => frame.pos += len as u32,
+            // A chained IB replaces the rest of the current one.
+            Next::Ib(ib) if ib.chain => *frame = IbFrame { base: ib.ib_base, dwords: ib.size_dwords, pos: 0 },
+            Next::Ib(ib) => {
+                frame.pos += len as u32;
+                if depth >= MAX_IB_DEPTH {
+                    return Err(bad(at, "indirect buffers nested too deep"));
+                }
+                p.ib_stack.push(IbFrame { base: ib.ib_base, dwords: ib.size_dwords, pos: 0 });
+            }
+        }
+    }
+}
+
+/// The memory destinations of WRITE_DATA (1 sync memory, 2 L2, 5 async memory) and COPY_DATA
+/// (2 L2, 5 memory).
+fn memory_dst(sel: u8) -> bool {
+    matches!(sel, 1 | 2 | 5)
+}
+
+fn dwords_bytes(d: &Dwords<'_>) -> Vec<u8> {
+    d.iter().flat_map(u32::to_le_bytes).collect()
+}
+
+fn sh(p: &RingProgress, reg: u16) -> u32 {
+    p.sh_regs.get(usize::from(reg)).copied().unwrap_or(0)
+}
+
+/// Execute one packet (`bytes`: exactly the packet).
+fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Next, Halt> {
+    let pkt = pm4::Packet::new_checked(bytes).map_err(|_| bad(at, "truncated PM4 packet"))?;
+    let repr = pm4::Repr::parse(&pkt).map_err(|e| {
+        bad(
+            at,
+            match e {
+                hsakmt_core::packet::Error::UnknownType => "unknown PM4 opcode",
+                _ => "malformed PM4 packet",
+            },
+        )
+    })?;
+    match repr.command {
+        Command::Nop { .. } | Command::AcquireMem(_) | Command::EventWrite(_) => {}
+        Command::WriteData(w) => {
+            if !memory_dst(w.dst_sel) {
+                return Err(bad(at, "WRITE_DATA destination not modelled (registers, GDS)"));
+            }
+            let data = dwords_bytes(&w.data);
+            if w.wr_one_addr {
+                // Every dword goes to the same address; the last one is what stays.
+                let last = data.len().saturating_sub(4);
+                x.write(w.dst_addr, &data[last..])?;
+            } else {
+                x.write(w.dst_addr, &data)?;
+            }
+        }
+        Command::ReleaseMem(r) => {
+            match r.data_sel {
+                0 => {}
+                1 => x.write(r.addr, &(r.data as u32).to_le_bytes())?,
+                2 => x.write(r.addr, &r.data.to_le_bytes())?,
+                3 => x.write(r.addr, &x.clock().to_le_bytes())?,
+                4 => x.write(r.addr, &crate::kfd::boottime_ns().to_le_bytes())?,
+                _ => return Err(bad(at, "RELEASE_MEM data select reserved")),
+            }
+            match r.int_sel {
+                // 3: wait for the write confirm, no interrupt (kfdtest's polling form).
+                0 | 3 => {}
+                1 | 2 => x.interrupt(r.int_ctxid, 32),
+                _ => return Err(bad(at, "RELEASE_MEM conditional interrupt not modelled")),
+            }
+        }
+        Command::WaitRegMem(w) => {
+            if !w.memory || w.operation != 0 {
+                return Err(bad(at, "WAIT_REG_MEM on registers not modelled"));
+            }
+            let v = x.read_u32(w.addr)?;
+            if !compare(w.function, v & w.mask, w.reference) {
+                return Err(Halt::Blocked);
+            }
+        }
+        Command::IndirectBuffer(ib) => {
+            if !ib.valid {
+                return Err(bad(at, "INDIRECT_BUFFER without VALID"));
+            }
+            return Ok(Next::Ib(ib));
+        }
+        Command::SetShReg(s) => {
+            let start = usize::from(s.reg_offset);
+            if start + s.values.len() > regs::SH_REGS {
+                return Err(bad(at, "SET_SH_REG outside the SH register file"));
+            }
+            if p.sh_regs.is_empty() {
+                p.sh_regs = vec![0; regs::SH_REGS];
+            }
+            for (slot, v) in p.sh_regs[start..].iter_mut().zip(s.values.iter()) {
+                *slot = v;
+            }
+        }
+        Command::DispatchDirect(d) => {
+            let threads = [regs::COMPUTE_NUM_THREAD_X, regs::COMPUTE_NUM_THREAD_Y, regs::COMPUTE_NUM_THREAD_Z].map(|r| sh(p, r) & 0x3ff);
+            if d.dim.contains(&0) || threads.contains(&0) {
+                return Err(bad(at, "DISPATCH_DIRECT with an empty grid or workgroup"));
+            }
+            let desc = regs::pgm_va(sh(p, regs::COMPUTE_PGM_LO), sh(p, regs::COMPUTE_PGM_HI));
+            let kernarg = u64::from(sh(p, regs::COMPUTE_USER_DATA_0)) | u64::from(sh(p, regs::COMPUTE_USER_DATA_1)) << 32;
+            kernels::run(x, desc, kernarg, at)?;
+        }
+        Command::CopyData(c) => {
+            let wide = c.count_sel;
+            let value = match c.src_sel {
+                1 | 2 if wide => x.read_u64(c.src)?,
+                1 | 2 => u64::from(x.read_u32(c.src)?),
+                5 => c.src,
+                9 => x.clock(),
+                10 => crate::kfd::boottime_ns(),
+                _ => return Err(bad(at, "COPY_DATA source not modelled")),
+            };
+            if !matches!(c.dst_sel, 2 | 5) {
+                return Err(bad(at, "COPY_DATA destination not modelled"));
+            }
+            if wide {
+                x.write(c.dst, &value.to_le_bytes())?;
+            } else {
+                x.write(c.dst, &(value as u32).to_le_bytes())?;
+            }
+        }
+    }
+    Ok(Next::Done)
+}

@@ -1,0 +1,148 @@
+//! The SDMA engine (SDMA v4 packet semantics, sdma_v4_0.c / kfdtest's SDMAPacket.cpp):
+//! positions count bytes.
+
+use super::{bad, compare, kernels, Exec, Halt, RingProgress, RunEnd};
+use crate::gpu::AtomicOp;
+use hsakmt_core::packet::sdma::{self, Repr, Timestamp};
+use hsakmt_core::packet::Dwords;
+
+/// The SDMA trap interrupt delivers 28 bits of context id (kfd_int_process_v9.c).
+const TRAP_CONTEXT_BITS: u32 = 28;
+
+pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<RunEnd, Halt> {
+    let mut buf = Vec::new();
+    loop {
+        if p.read >= write {
+            return Ok(RunEnd::Idle);
+        }
+        if !x.budget_left() {
+            return Ok(RunEnd::Budget);
+        }
+        let at = p.read;
+        if at % 4 != 0 {
+            return Err(bad(at, "SDMA read position not dword aligned"));
+        }
+        let avail = (write - p.read).min(x.ring.ring_bytes);
+        // The header, and for WRITE the count in dword 3.
+        let mut h = [0u8; 16];
+        let hn = avail.min(16) as usize;
+        x.read_ring(p.read, &mut h[..hn])?;
+        let len = sdma::Packet::new_unchecked(&h[..]).total_len() as u64;
+        if len == 0 {
+            return Err(bad(at, "unknown SDMA opcode"));
+        }
+        if len > avail {
+            return Err(bad(at, "packet runs past the write pointer"));
+        }
+        buf.resize(len as usize, 0);
+        x.read_ring(p.read, &mut buf)?;
+        exec(x, &buf, at)?;
+        x.steps += 1;
+        p.read += len;
+        x.report(p.read)?;
+    }
+}
+
+fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
+    let pkt = sdma::Packet::new_checked(bytes).map_err(|_| bad(at, "truncated SDMA packet"))?;
+    let repr = Repr::parse(&pkt).map_err(|e| {
+        bad(
+            at,
+            match e {
+                hsakmt_core::packet::Error::UnknownType => "unknown SDMA opcode",
+                _ => "malformed SDMA packet",
+            },
+        )
+    })?;
+    match repr {
+        Repr::Nop { .. } | Repr::Timestamp(Timestamp::Set(_)) => {}
+        Repr::CopyLinear(c) => {
+            if c.src_swap != 0 || c.dst_swap != 0 {
+                return Err(bad(at, "SDMA endian swap not modelled"));
+            }
+            kernels::copy(x, c.dst, c.src, u64::from(c.count))?;
+        }
+        Repr::WriteUntiled { dst, data, swap } => {
+            if swap != 0 {
+                return Err(bad(at, "SDMA endian swap not modelled"));
+            }
+            let bytes: Vec<u8> = match data {
+                Dwords::Bytes(b) => b.to_vec(),
+                Dwords::Words(w) => w.iter().flat_map(|d| d.to_le_bytes()).collect(),
+            };
+            x.write(dst, &bytes)?;
+        }
+        Repr::Fence { addr, data, .. } => x.write(addr, &data.to_le_bytes())?,
+        Repr::Trap { int_context } => x.interrupt(int_context, TRAP_CONTEXT_BITS),
+        Repr::PollRegmem(pr) => {
+            if !pr.mem_poll {
+                return Err(bad(at, "POLL_REGMEM on registers not modelled"));
+            }
+            let v = x.read_u32(pr.addr)?;
+            if !compare(pr.func, v & pr.mask, pr.value) {
+                return Err(Halt::Blocked);
+            }
+        }
+        Repr::ConstantFill(f) => {
+            if f.fill_size > 2 || f.swap != 0 {
+                return Err(bad(at, "CONSTANT_FILL size or swap not modelled"));
+            }
+            let pattern = f.data.to_le_bytes();
+            kernels::fill(x, f.dst, &pattern[..1 << f.fill_size], u64::from(f.count))?;
+        }
+        Repr::Timestamp(Timestamp::GetLocal(a) | Timestamp::GetGlobal(a)) => x.write(a, &x.clock().to_le_bytes())?,
+        Repr::Atomic(a) => atomic(x, &a, at)?,
+    }
+    Ok(())
+}
+
+/// SDMA ATOMIC with a TC atomic opcode: bits 0..4 the operation, bit 5 64-bit, bit 6 "no
+/// return" (the SDMA discards the returned value either way).
+fn atomic(x: &Exec<'_>, a: &sdma::Atomic, at: u64) -> Result<(), Halt> {
+    let wide = a.op & 0x20 != 0;
+    let op = match a.op & 0x1f {
+        0x07 => Some(AtomicOp::Swap),
+        0x0f => Some(AtomicOp::Add),
+        0x10 => Some(AtomicOp::Sub),
+        0x11 => Some(AtomicOp::SMin),
+        0x12 => Some(AtomicOp::UMin),
+        0x13 => Some(AtomicOp::SMax),
+        0x14 => Some(AtomicOp::UMax),
+        0x15 => Some(AtomicOp::And),
+        0x16 => Some(AtomicOp::Or),
+        0x17 => Some(AtomicOp::Xor),
+        0x08 | 0x18 | 0x19 => None,
+        _ => return Err(bad(at, "SDMA atomic opcode not modelled")),
+    };
+    let gpu = x.gpu();
+    if let Some(op) = op {
+        if wide {
+            x.m.gpu_atomic_u64(gpu, a.addr, op, a.src)?;
+        } else {
+            x.m.gpu_atomic_u32(gpu, a.addr, op, a.src as u32)?;
+        }
+        return Ok(());
+    }
+    let (src, cmp) = (a.src, a.cmp);
+    // CMPSWAP, INC (wrap to 0 past src), DEC (wrap to src at 0 or above src), TC semantics.
+    let f = |old: u64, max: u64| -> u64 {
+        match a.op & 0x1f {
+            0x08 if old == (cmp & max) => src & max,
+            0x08 => old,
+            0x18 if old >= (src & max) => 0,
+            0x18 => old + 1,
+            _ if old == 0 || old > (src & max) => src & max,
+            _ => old - 1,
+        }
+    };
+    let old = if wide {
+        x.m.gpu_rmw_u64(gpu, a.addr, &mut |o| f(o, u64::MAX))?
+    } else {
+        u64::from(x.m.gpu_rmw_u32(gpu, a.addr, &mut |o| f(u64::from(o), u64::from(u32::MAX)) as u32)?)
+    };
+    // A looping compare-swap retries until the compare succeeds.
+    if a.op & 0x1f == 0x08 && a.loop_ && old != (cmp & if wide { u64::MAX } else { u64::from(u32::MAX) }) {
+        return Err(Halt::Blocked);
+    }
+    Ok(())
+}
