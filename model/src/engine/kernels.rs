@@ -8,7 +8,7 @@ use hsakmt_core::packet::model_kernel::{Args, Descriptor, DESCRIPTOR_ALIGN, DESC
 /// Run the kernel whose descriptor is at `desc_va` with the kernarg at `kernarg_va`; `at` is
 /// the dispatching packet's position (for errors).
 pub(super) fn run(x: &Exec<'_>, desc_va: u64, kernarg_va: u64, at: u64) -> Result<(), Halt> {
-    if desc_va % DESCRIPTOR_ALIGN != 0 {
+    if !desc_va.is_multiple_of(DESCRIPTOR_ALIGN) {
         return Err(bad(at, "kernel object is not 256-byte aligned"));
     }
     let mut d = [0u8; DESCRIPTOR_LEN];

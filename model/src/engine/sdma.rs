@@ -19,7 +19,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
             return Ok(RunEnd::Budget);
         }
         let at = p.read;
-        if at % 4 != 0 {
+        if !at.is_multiple_of(4) {
             return Err(bad(at, "SDMA read position not dword aligned"));
         }
         let avail = (write - p.read).min(x.ring.ring_bytes);
