@@ -17,7 +17,9 @@
 //! IPC_EXPORT_HANDLE, ...) that mainline lacks; the model answers it when
 //! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
 //!
-//! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`.
+//! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`, SVM and XNACK in
+//! `svm.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes header + nattr attributes in
+//! the request's size field, and the whole of it is copied in and back.
 
 use crate::model::{current_pid, BoundVm, Model, Runtime};
 use crate::usercopy::{copy_from_user, copy_to_user};
@@ -60,6 +62,8 @@ enum Handler {
     SetEvent,
     ResetEvent,
     WaitEvents,
+    Svm,
+    SetXnackMode,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// In the kernel's table, not modelled yet.
@@ -99,8 +103,8 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_IMPORT_DMABUF, Handler::ImportDmabuf),
     (AMDKFD_IOC_ALLOC_QUEUE_GWS, Handler::NotModelled),
     (AMDKFD_IOC_SMI_EVENTS, Handler::NotModelled),
-    (AMDKFD_IOC_SVM, Handler::NotModelled),
-    (AMDKFD_IOC_SET_XNACK_MODE, Handler::NotModelled),
+    (AMDKFD_IOC_SVM, Handler::Svm),
+    (AMDKFD_IOC_SET_XNACK_MODE, Handler::SetXnackMode),
     (AMDKFD_IOC_CRIU_OP, Handler::NotModelled),
     (AMDKFD_IOC_AVAILABLE_MEMORY, Handler::AvailableMemory),
     (AMDKFD_IOC_EXPORT_DMABUF, Handler::ExportDmabuf),
@@ -238,6 +242,11 @@ impl Model {
         if kdir & ioc::DIR_WRITE != 0 {
             arg.read(&mut buf[..usize_]).map_err(|_| EFAULT)?;
         }
+        // The kernel's per-ioctl validate hook (AMDKFD_IOCTL_DEF_V) runs on the copied-in
+        // argument; a failure returns at once, nothing is copied back.
+        if handler == Handler::Svm {
+            Model::svm_validate(buf, usize_)?;
+        }
         let ret = self.run(handler, buf);
         if kdir & ioc::DIR_READ != 0 {
             arg.write(&buf[..usize_]).map_err(|_| EFAULT)?;
@@ -314,6 +323,8 @@ impl Model {
             Handler::SetEvent => self.ioctl_set_reset_event(buf, true),
             Handler::ResetEvent => self.ioctl_set_reset_event(buf, false),
             Handler::WaitEvents => self.ioctl_wait_events(buf),
+            Handler::Svm => self.ioctl_svm(buf),
+            Handler::SetXnackMode => self.ioctl_set_xnack_mode(buf),
             Handler::RuntimeEnable => {
                 let a: kfd_ioctl_runtime_enable_args = get(buf);
                 let mut st = self.lock();

@@ -22,6 +22,7 @@ mod model;
 pub mod plugin;
 mod port;
 mod rangealloc;
+mod svm;
 pub mod topology;
 mod usercopy;
 mod userptr;
@@ -33,6 +34,7 @@ pub use gpu::{AtomicOp, GpuFault, GpuFaultKind};
 pub use kfd::{available_memory, ioctl_count};
 pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, DEFAULT_KFD_VERSION};
 pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};
+pub use svm::xnack_mode;
 pub use usercopy::{copy_from_user, copy_to_user};
 
 use std::ffi::c_void;

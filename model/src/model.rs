@@ -169,6 +169,8 @@ pub(crate) struct Process {
     /// Unique per KFD process state (a fresh `Process` gets a new one): the events, kept
     /// apart so waits can sleep without this lock, belong to the instance that made them.
     pub instance: u64,
+    /// SVM ranges and the XNACK mode (`svm.rs`).
+    pub svm: crate::svm::SvmState,
 }
 
 impl Process {
@@ -185,6 +187,7 @@ impl Process {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
+            svm: Default::default(),
         }
     }
 }
