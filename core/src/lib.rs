@@ -14,6 +14,7 @@ pub mod packet;
 pub mod port;
 pub mod queue;
 pub mod status;
+pub mod svm;
 pub mod topology;
 
 pub use port::{Backend, GemVaOp, Kfd, SysTree};

@@ -4,8 +4,8 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (74): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
-// Stubs: 114.
+// Hand-written exports at generation time (78): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
+// Stubs: 110.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
@@ -308,52 +308,6 @@ pub unsafe extern "C" fn hsaKmtSPMSetDestBuffer(
     _is_spm_data_loss: *mut bool,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtSPMSetDestBuffer")
-}
-
-/// `hsaKmtSVMSetAttr` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSVMSetAttr(
-    _start_addr: *mut c_void,
-    _size: HSAuint64,
-    _nattr: c_uint,
-    _attrs: *mut HSA_SVM_ATTRIBUTE,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSVMSetAttr")
-}
-
-/// `hsaKmtSVMGetAttr` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSVMGetAttr(
-    _start_addr: *mut c_void,
-    _size: HSAuint64,
-    _nattr: c_uint,
-    _attrs: *mut HSA_SVM_ATTRIBUTE,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSVMGetAttr")
-}
-
-/// `hsaKmtSetXNACKMode` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSetXNACKMode(_enable: HSAint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSetXNACKMode")
-}
-
-/// `hsaKmtGetXNACKMode` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetXNACKMode(_enable: *mut HSAint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetXNACKMode")
 }
 
 /// `hsaKmtOpenSMI` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

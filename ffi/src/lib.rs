@@ -17,6 +17,7 @@ mod openclose;
 mod plugin;
 mod queues;
 pub mod safe;
+mod svm;
 mod topology;
 
 pub use device::*;
@@ -24,4 +25,5 @@ pub use events::*;
 pub use memory::*;
 pub use openclose::*;
 pub use queues::*;
+pub use svm::*;
 pub use topology::*;

@@ -694,6 +694,21 @@ fn handle_api_from_c() {
     }
 }
 
+/// SVM attributes and XNACK from C: set / get over mmap'd and malloc'd ranges with node ids,
+/// mixed pieces, bad attributes, nodes and ranges; XNACK where every GPU allows it (mi210,
+/// mi300x) and where one cannot (rx7900xtx: GFX11, mi25: noretry), and a KFD older than 1.5.
+#[test]
+fn svm_from_c() {
+    let Some(s) = setup() else { return };
+    let e = exe(s, "svm");
+    for (model, arg, kfd) in
+        [("mi210", "1", "1.22"), ("mi300x", "1", "1.22"), ("rx7900xtx", "0", "1.22"), ("mi25", "0", "1.22"), ("mi210", "old", "1.4")]
+    {
+        let o = run(clean_cmd(&e).arg(arg).env("HSAKMT_MODEL", model).env("HSAKMT_MODEL_KFD_VERSION", kfd));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("svm: OK"), "{model} {arg}:\n{}", show(&o));
+    }
+}
+
 /// Events from C: signal events (auto and manual reset) and their event-page slots, set /
 /// query / reset, timeouts of 0, 30 ms and infinite, wait-any / wait-all, ages, a second thread
 /// setting while the main thread waits, other event types, and bad input (NULL, foreign and
