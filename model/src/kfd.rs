@@ -17,9 +17,10 @@
 //! IPC_EXPORT_HANDLE, ...) that mainline lacks; the model answers it when
 //! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
 //!
-//! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`, SVM and XNACK in
-//! `svm.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes header + nattr attributes in
-//! the request's size field, and the whole of it is copied in and back.
+//! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`, the queue ioctls in
+//! `queues.rs`, SVM and XNACK in `svm.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
+//! header + nattr attributes in the request's size field, and the whole of it is copied in and
+//! back.
 
 use crate::model::{current_pid, BoundVm, Model, Runtime};
 use crate::usercopy::{copy_from_user, copy_to_user};
@@ -64,6 +65,13 @@ enum Handler {
     WaitEvents,
     Svm,
     SetXnackMode,
+    CreateQueue,
+    DestroyQueue,
+    UpdateQueue,
+    CuMask,
+    WaveState,
+    QueueGws,
+    Trap,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// In the kernel's table, not modelled yet.
@@ -73,12 +81,12 @@ enum Handler {
 /// The kernel's own definition of each core ioctl, indexed by nr (0x01..=0x27).
 const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_GET_VERSION, Handler::GetVersion),
-    (AMDKFD_IOC_CREATE_QUEUE, Handler::NotModelled),
-    (AMDKFD_IOC_DESTROY_QUEUE, Handler::NotModelled),
+    (AMDKFD_IOC_CREATE_QUEUE, Handler::CreateQueue),
+    (AMDKFD_IOC_DESTROY_QUEUE, Handler::DestroyQueue),
     (AMDKFD_IOC_SET_MEMORY_POLICY, Handler::MemoryPolicy),
     (AMDKFD_IOC_GET_CLOCK_COUNTERS, Handler::ClockCounters),
     (AMDKFD_IOC_GET_PROCESS_APERTURES, Handler::Apertures),
-    (AMDKFD_IOC_UPDATE_QUEUE, Handler::NotModelled),
+    (AMDKFD_IOC_UPDATE_QUEUE, Handler::UpdateQueue),
     (AMDKFD_IOC_CREATE_EVENT, Handler::CreateEvent),
     (AMDKFD_IOC_DESTROY_EVENT, Handler::DestroyEvent),
     (AMDKFD_IOC_SET_EVENT, Handler::SetEvent),
@@ -90,18 +98,18 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, Handler::Deprecated),
     (AMDKFD_IOC_SET_SCRATCH_BACKING_VA, Handler::ScratchBacking),
     (AMDKFD_IOC_GET_TILE_CONFIG, Handler::TileConfig),
-    (AMDKFD_IOC_SET_TRAP_HANDLER, Handler::NotModelled),
+    (AMDKFD_IOC_SET_TRAP_HANDLER, Handler::Trap),
     (AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, Handler::AperturesNew),
     (AMDKFD_IOC_ACQUIRE_VM, Handler::AcquireVm),
     (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, Handler::Alloc),
     (AMDKFD_IOC_FREE_MEMORY_OF_GPU, Handler::Free),
     (AMDKFD_IOC_MAP_MEMORY_TO_GPU, Handler::Map),
     (AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, Handler::Unmap),
-    (AMDKFD_IOC_SET_CU_MASK, Handler::NotModelled),
-    (AMDKFD_IOC_GET_QUEUE_WAVE_STATE, Handler::NotModelled),
+    (AMDKFD_IOC_SET_CU_MASK, Handler::CuMask),
+    (AMDKFD_IOC_GET_QUEUE_WAVE_STATE, Handler::WaveState),
     (AMDKFD_IOC_GET_DMABUF_INFO, Handler::DmabufInfo),
     (AMDKFD_IOC_IMPORT_DMABUF, Handler::ImportDmabuf),
-    (AMDKFD_IOC_ALLOC_QUEUE_GWS, Handler::NotModelled),
+    (AMDKFD_IOC_ALLOC_QUEUE_GWS, Handler::QueueGws),
     (AMDKFD_IOC_SMI_EVENTS, Handler::NotModelled),
     (AMDKFD_IOC_SVM, Handler::Svm),
     (AMDKFD_IOC_SET_XNACK_MODE, Handler::SetXnackMode),
@@ -332,7 +340,10 @@ impl Model {
                     if st.runtime != Runtime::Disabled {
                         return Err(EBUSY);
                     }
-                    // (-EEXIST if a device already has queues: no queues exist in this slice.)
+                    // kfd_runtime_enable: a device that already has queues → EEXIST.
+                    if self.has_queues() {
+                        return Err(libc::EEXIST);
+                    }
                     st.runtime = Runtime::Enabled {
                         r_debug: a.r_debug,
                         ttmp_setup: a.mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK as u32 != 0,
@@ -343,6 +354,13 @@ impl Model {
                 // Mainline does not write capabilities_mask: it goes back as passed in.
                 Ok(())
             }
+            Handler::CreateQueue => self.ioctl_create_queue(buf),
+            Handler::DestroyQueue => self.ioctl_destroy_queue(buf),
+            Handler::UpdateQueue => self.ioctl_update_queue(buf),
+            Handler::CuMask => self.ioctl_set_cu_mask(buf),
+            Handler::WaveState => self.ioctl_get_queue_wave_state(buf),
+            Handler::QueueGws => self.ioctl_alloc_queue_gws(buf),
+            Handler::Trap => self.ioctl_set_trap_handler(buf),
             Handler::Deprecated => Err(EPERM),
             Handler::NotModelled => Err(ENOTTY),
         }

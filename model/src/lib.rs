@@ -21,6 +21,7 @@ mod mem;
 mod model;
 pub mod plugin;
 mod port;
+mod queues;
 mod rangealloc;
 mod svm;
 pub mod topology;
@@ -34,6 +35,7 @@ pub use gpu::{AtomicOp, GpuFault, GpuFaultKind};
 pub use kfd::{available_memory, ioctl_count};
 pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, DEFAULT_KFD_VERSION};
 pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};
+pub use queues::{QueueInfo, ENOTSUPP};
 pub use svm::xnack_mode;
 pub use usercopy::{copy_from_user, copy_to_user};
 

@@ -355,7 +355,17 @@ impl Model {
         }
         let len = if doorbell { self.gpus[gpu].doorbell_slice_bytes() } else { PAGE };
         let arena = self.arena(st)?;
-        let off = arena.base + arena.ranges.alloc(len).ok_or(ENOMEM)?;
+        // The doorbell slice is aligned to its size: libhsakmt splits CREATE_QUEUE's
+        // doorbell_offset into (offset & ~(slice - 1), offset & (slice - 1)).
+        let raw = arena.ranges.alloc(2 * len - PAGE).ok_or(ENOMEM)?;
+        let rel = raw.next_multiple_of(len);
+        if rel > raw {
+            arena.ranges.free(raw, rel - raw);
+        }
+        if raw + 2 * len - PAGE > rel + len {
+            arena.ranges.free(rel + len, raw + 2 * len - PAGE - (rel + len));
+        }
+        let off = arena.base + rel;
         st.mem.mappable.insert((off, 0), len);
         if doorbell {
             st.mem.gpus[gpu].doorbell = Some(off);
@@ -366,7 +376,6 @@ impl Model {
     }
 
     /// The memfd offset of a GPU's process doorbell slice (for queue doorbells).
-    #[allow(dead_code)]
     pub(crate) fn doorbell_slice(&self, st: &mut Process, gpu: usize) -> Result<u64, i32> {
         self.fixed_page(st, gpu, true)
     }
@@ -539,6 +548,7 @@ impl Model {
     /// The end of the KFD process (kfd_process_wq_release): every BO, mapping, registry hold,
     /// doorbell page and the arena are released; VMs and runtime state are dropped.
     pub(crate) fn release_locked(&self, st: &mut Process) {
+        self.release_queues();
         let handles: Vec<u64> = st.mem.bos.keys().copied().collect();
         for h in handles {
             self.release_bo(st, h);

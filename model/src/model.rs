@@ -9,7 +9,8 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// Default KFD interface version the model reports (mainline 1.22).
 pub const DEFAULT_KFD_VERSION: (u32, u32) = (1, 22);
@@ -205,6 +206,14 @@ pub struct Model {
     pub(crate) system_bytes: u64,
     /// KFD events (own lock: waits sleep without holding `state`).
     pub(crate) events: crate::events::Events,
+    /// The process's user queues (own lock, taken after `state`, never before it: engines run
+    /// without either).
+    pub(crate) queues: Mutex<crate::queues::QueueTable>,
+    /// Wake-ups of the doorbell watcher thread.
+    pub(crate) watch: Arc<crate::queues::Watch>,
+    /// This model, when it was made by [`Model::new_shared`] (the watcher thread's handle).
+    pub(crate) shared: Weak<Model>,
+    pub(crate) engine_runs: AtomicU64,
 }
 
 impl Drop for Model {
@@ -274,7 +283,31 @@ impl Model {
             0 => host_memory_bytes(),
             b => b,
         };
-        Ok(Model { config, tree, gpus, state: Mutex::new(Process::new(n)), dev: OnceLock::new(), system_bytes, events: Default::default() })
+        Ok(Model {
+            config,
+            tree,
+            gpus,
+            state: Mutex::new(Process::new(n)),
+            dev: OnceLock::new(),
+            system_bytes,
+            events: Default::default(),
+            queues: Default::default(),
+            watch: Default::default(),
+            shared: Weak::new(),
+            engine_runs: AtomicU64::new(0),
+        })
+    }
+
+    /// Build a model that runs its queues by itself: CREATE_QUEUE starts a doorbell watcher
+    /// thread (see `queues/watch.rs`) that holds only a weak handle to the model. A model from
+    /// [`Model::new`] has no thread: its queues advance only through
+    /// [`Model::service_queues`] and [`Model::ring_doorbell`].
+    pub fn new_shared(config: ModelConfig) -> Result<Arc<Model>, ModelError> {
+        let mut m = Model::new(config)?;
+        Ok(Arc::new_cyclic(move |w| {
+            m.shared = w.clone();
+            m
+        }))
     }
 
     /// The model the environment describes (see [`ModelConfig::from_env`]).

@@ -29,15 +29,15 @@ fn set_errno(e: i32) {
 
 /// The plugin's model, built from the environment on first use.
 pub fn global_model() -> Result<&'static Model, &'static str> {
-    static MODEL: OnceLock<Result<Model, String>> = OnceLock::new();
+    static MODEL: OnceLock<Result<std::sync::Arc<Model>, String>> = OnceLock::new();
     let m = MODEL.get_or_init(|| {
-        Model::from_env().map_err(|e| {
+        crate::ModelConfig::from_env().and_then(Model::new_shared).map_err(|e| {
             let msg = format!("hsakmt-model: {e}");
             eprintln!("{msg}");
             msg
         })
     });
-    m.as_ref().map_err(|e| e.as_str())
+    m.as_ref().map(|m| &**m).map_err(|e| e.as_str())
 }
 
 fn with_model(f: impl FnOnce(&Model) -> Result<c_int, i32>) -> c_int {

@@ -212,12 +212,6 @@ fn set_attr_at(buf: &mut [u8], i: usize, a: &kfd_ioctl_svm_attribute) {
 }
 
 impl Model {
-    /// Temporary stand-in for the queue table's answer.
-    // TEMPORARY: replaced by the queue table (queues.rs)
-    pub(crate) fn has_queues(&self) -> bool {
-        false
-    }
-
     /// The GPU indexes whose SVM API works (KFD_IS_SVM_API_SUPPORTED: SOC15 dGPUs with device
     /// memory migration; all the model's GFX9+ GPUs).
     fn svm_supported(&self) -> u128 {
