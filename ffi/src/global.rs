@@ -182,7 +182,7 @@ fn builtin_model() -> Result<Arc<hsakmt_model::Model>, hsakmt_model::ModelError>
             return Ok(m.clone());
         }
     }
-    let m = Arc::new(hsakmt_model::Model::from_env()?);
+    let m = hsakmt_model::Model::new_shared(hsakmt_model::ModelConfig::from_env()?)?;
     *slot = Some((key, m.clone()));
     Ok(m)
 }
