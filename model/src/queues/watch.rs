@@ -5,13 +5,14 @@
 //! fork, so a forked child that creates queues gets its own.
 //!
 //! Polling: after a pass that moved some queue the thread yields and polls again for a short
-//! spin window (tens of µs, the latency a GPU would show); then it sleeps on a condition
-//! variable with a timeout that doubles up to 1 ms. `ring_doorbell` (and UPDATE_QUEUE) wake it
+//! spin window (tens of µs, the latency a GPU would show); then it sleeps on a futex with a
+//! timeout that doubles up to 1 ms. `ring_doorbell` (and UPDATE_QUEUE) wake it
 //! at once. Idle, it costs about a thousand cheap passes a second, not a core.
 
 use crate::model::{current_pid, Model};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Once, RwLock, RwLockWriteGuard, Weak};
 use std::time::{Duration, Instant};
 
 const SPIN: Duration = Duration::from_micros(50);
@@ -23,26 +24,63 @@ const LINGER: Duration = Duration::from_millis(200);
 /// Watcher threads alive in this process (all models).
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
-#[derive(Debug, Default)]
-struct WatchState {
-    /// The process whose watcher thread is running, if any.
-    pid: Option<u32>,
-    kick: bool,
+/// Held (shared) by a watcher thread while it may hold model locks; fork() takes it exclusively
+/// (pthread_atfork), so a child never inherits a model lock held by a thread it does not have.
+static FORK_GATE: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    static FORK_HELD: RefCell<Option<RwLockWriteGuard<'static, ()>>> = const { RefCell::new(None) };
 }
 
-/// The wake-up channel between the model and its watcher thread (shared, so the thread can
-/// sleep on it without holding the model).
+extern "C" fn fork_prepare() {
+    let g = FORK_GATE.write().unwrap_or_else(|e| e.into_inner());
+    FORK_HELD.with(|h| *h.borrow_mut() = Some(g));
+}
+
+extern "C" fn fork_done() {
+    // The parent, and the child (the same thread, with the same thread-local), let go.
+    FORK_HELD.with(|h| h.borrow_mut().take());
+}
+
+fn register_fork_gate() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers plain functions that only take and drop the gate.
+        unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_done), Some(fork_done)) };
+    });
+}
+
+/// The wake-up channel between the model and its watcher thread: atomics and a futex, no lock
+/// (a forked child must not inherit a locked one).
 #[derive(Debug, Default)]
 pub(crate) struct Watch {
-    state: Mutex<WatchState>,
-    cv: Condvar,
+    /// The process whose watcher thread is running (0: none).
+    pid: AtomicU32,
+    /// 1: a doorbell was rung since the thread last looked (the futex word).
+    kick: AtomicU32,
     passes: AtomicU64,
 }
 
-impl Watch {
-    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32) };
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a relative timeout; returns at once if the
+    // word no longer holds `expected`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX, 0usize, 0usize, 0u32) };
 }
 
 impl Model {
@@ -52,10 +90,18 @@ impl Model {
             return; // a plain model: queues advance through service_queues / ring_doorbell
         }
         let pid = current_pid();
-        let mut s = self.watch.lock();
-        if s.pid == Some(pid) {
-            return;
+        let mut cur = self.watch.pid.load(Ordering::SeqCst);
+        loop {
+            if cur == pid {
+                return;
+            }
+            // 0, or a parent's thread that did not survive fork.
+            match self.watch.pid.compare_exchange(cur, pid, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
         }
+        register_fork_gate();
         let weak = self.shared.clone();
         let watch = Arc::clone(&self.watch);
         THREADS.fetch_add(1, Ordering::SeqCst);
@@ -63,25 +109,22 @@ impl Model {
             run(weak, &watch, pid);
             THREADS.fetch_sub(1, Ordering::SeqCst);
         });
-        match spawned {
-            Ok(_) => s.pid = Some(pid),
+        if spawned.is_err() {
             // No thread: the queues still advance through ring_doorbell / service_queues.
-            Err(_) => {
-                THREADS.fetch_sub(1, Ordering::SeqCst);
-            }
+            THREADS.fetch_sub(1, Ordering::SeqCst);
+            let _ = self.watch.pid.compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
         }
     }
 
     /// Wake the watcher now.
     pub(crate) fn kick_watcher(&self) {
-        let mut s = self.watch.lock();
-        s.kick = true;
-        self.watch.cv.notify_all();
+        self.watch.kick.store(1, Ordering::SeqCst);
+        futex_wake(&self.watch.kick);
     }
 
     /// Is this process's watcher thread running?
     pub fn watcher_running(&self) -> bool {
-        self.watch.lock().pid == Some(current_pid())
+        self.watch.pid.load(Ordering::SeqCst) == current_pid()
     }
 
     /// Service passes the watcher thread has made (for tests: an idle watcher must not spin).
@@ -100,6 +143,7 @@ fn run(weak: Weak<Model>, watch: &Watch, pid: u32) {
     let mut spin_until = Instant::now() + SPIN;
     let mut had_queues_at = Instant::now();
     loop {
+        let gate = FORK_GATE.read().unwrap_or_else(|e| e.into_inner());
         let Some(m) = weak.upgrade() else { break };
         let pass = m.service_pass();
         let has_queues = m.has_queues();
@@ -113,35 +157,34 @@ fn run(weak: Weak<Model>, watch: &Watch, pid: u32) {
             sleep = FIRST_SLEEP;
             spin_until = now + SPIN;
         }
-        if now < spin_until {
-            std::thread::yield_now();
-            continue;
-        }
-        let mut s = watch.lock();
         if !has_queues && now.duration_since(had_queues_at) >= LINGER {
-            // Decide under the lock CREATE_QUEUE starts threads under: a queue created after
-            // this check finds no thread and starts one.
-            let still_none = weak.upgrade().is_none_or(|m| !m.has_queues());
-            if still_none {
-                if s.pid == Some(pid) {
-                    s.pid = None;
-                }
+            // Give up the slot first, then look again: a queue created meanwhile either sees
+            // the slot free and starts a thread, or is seen here and this thread stays (unless
+            // another thread has taken the slot already).
+            if watch.pid.compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                return;
+            }
+            let again = weak.upgrade().is_some_and(|m| m.has_queues());
+            if !again || watch.pid.compare_exchange(0, pid, Ordering::SeqCst, Ordering::SeqCst).is_err() {
                 return;
             }
             had_queues_at = now;
         }
-        if !s.kick {
-            s = watch.cv.wait_timeout(s, sleep).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+        drop(gate);
+        if now < spin_until {
+            std::thread::yield_now();
+            continue;
         }
-        if std::mem::take(&mut s.kick) {
+        let kicked = watch.kick.swap(0, Ordering::SeqCst) != 0 || {
+            futex_wait(&watch.kick, 0, sleep);
+            watch.kick.swap(0, Ordering::SeqCst) != 0
+        };
+        if kicked {
             sleep = FIRST_SLEEP;
             spin_until = Instant::now() + SPIN;
         } else {
             sleep = (sleep * 2).min(MAX_SLEEP);
         }
     }
-    let mut s = watch.lock();
-    if s.pid == Some(pid) {
-        s.pid = None;
-    }
+    let _ = watch.pid.compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
 }
