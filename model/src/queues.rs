@@ -52,7 +52,7 @@ mod watch;
 
 pub(crate) use watch::Watch;
 
-use crate::engine::{self, EngineKind, RingDesc, RingProgress, RunEnd};
+use crate::engine::{self, EngineKind, QueueError, RingDesc, RingProgress, RunEnd};
 use crate::kfd::{get, put};
 use crate::model::{current_pid, Model, Process};
 use crate::usercopy::{copy_from_user, copy_to_user};
@@ -992,7 +992,23 @@ impl Model {
         let mut pass = Pass::default();
         for (id, serial, desc, mut progress, write) in jobs {
             let before = progress.read;
-            let end = self.engine_run(&desc, &mut progress, write, BUDGET);
+            // An engine bug must not wedge the queue (left `running`) or kill the watcher: a
+            // panic stops the queue as a bad packet instead.
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut p = progress.clone();
+                let end = self.engine_run(&desc, &mut p, write, BUDGET);
+                (end, p)
+            }));
+            let end = match run {
+                Ok((end, p)) => {
+                    progress = p;
+                    end
+                }
+                Err(_) => {
+                    progress.error = Some(QueueError::BadPacket { at: progress.read, what: "the engine panicked" });
+                    RunEnd::Stopped
+                }
+            };
             self.engine_runs.fetch_add(1, Ordering::Relaxed);
             pass.runs += 1;
             let mut t = self.table();
