@@ -764,3 +764,81 @@ fn shared_model_watcher_thread() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// MI25's 2018 topology with the device id of a Polaris 10 (gfx803): a gfx8 GPU.
+fn gfx8_model() -> Model {
+    let mut t = hsakmt_model::catalogue::build("mi25").unwrap();
+    let props = t.read_str("nodes/1/properties").unwrap();
+    let props = props.replace("device_id 26720", "device_id 26591"); // 0x6860 → 0x67df
+    assert!(props.contains("device_id 26591"));
+    t.add_file("nodes/1/properties", props);
+    let cfg = ModelConfig { topology: hsakmt_model::TopologySource::Tree(t), ..ModelConfig::catalogue("mi25") };
+    Model::new(cfg).unwrap()
+}
+
+#[test]
+fn gfx8_doorbells_and_aql_rings() {
+    let m = Arc::new(gfx8_model());
+    assert_eq!(m.gpus()[0].gfx_version, (8, 0, 3));
+    let (ids, renders) = acquire(&m, 1);
+    let g = ids[0];
+    // gfx803: 64 CUs, wave_num = min(64 * 40, 4 / 1 * 512) = 2048; ctl stack
+    // align(40 + 2048 * 8 + 8) = 20480; CWSR = 20480 + 64 * (0x40000 + 0x4000 + 0x10000 + 0x1000);
+    // debugger memory 2048 * 32.
+    let (ctl, cwsr, debug) = cwsr_of(80003, 64, 2048, 1);
+    assert_eq!(ctl, 20480);
+    // An AQL ring on gfx7/8 is AQL queue memory: the BO is half the ring, mapped twice.
+    let aql_flags = GTT | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM as u32;
+    let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: 0x1000_0000,
+        size: 128 << 10,
+        handle: 0,
+        mmap_offset: 0,
+        gpu_id: g,
+        flags: aql_flags,
+    };
+    raw(&m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).unwrap();
+    let idl = [g];
+    let mut p =
+        kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: idl.as_ptr() as u64, n_devices: 1, n_success: 0 };
+    raw(&m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut p).unwrap();
+    alloc_map(&m, g, 0x1100_0000, 4096);
+    alloc_map(&m, g, 0x1200_0000, 4096);
+    alloc_map(&m, g, 0x2000_0000, (u64::from(cwsr) + u64::from(debug)).div_ceil(4096) * 4096);
+    let q = QMem {
+        gpu_id: g,
+        ring: 0x1000_0000,
+        ring_size: 128 << 10,
+        ptrs: 0x1100_0000,
+        eop: 0x1200_0000,
+        ctx: 0x2000_0000,
+        ctx_size: cwsr,
+        ctl_stack: ctl,
+    };
+    let mut x = args(&q, AQL);
+    let aql = create(&m, &mut x).unwrap();
+    // Pre-SOC15: the doorbell is the queue id; doorbell_offset is the 4 KiB slice alone.
+    let slice = x.doorbell_offset;
+    assert_eq!(slice % 4096, 0);
+    // A PM4 queue's ring is the whole size: the 64 KiB mapping of the AQL BO does not fit it.
+    let mut y = args(&q, PM4);
+    assert_eq!(create(&m, &mut y), Err(EINVAL));
+    y.ring_size = 64 << 10;
+    let pm4 = create(&m, &mut y).unwrap();
+    assert_eq!(y.doorbell_offset, slice);
+    assert_eq!((m.queue_info(aql).unwrap().doorbell_index, m.queue_info(pm4).unwrap().doorbell_index), (aql, pm4));
+    // 32-bit doorbells at queue_id * 4; gfx8 AQL doorbells count dwords (16 per packet).
+    assert_eq!(m.service_queues(), 0);
+    let fd = m.create_memfd().unwrap();
+    // SAFETY: a shared mapping of the model's memfd at the slice CREATE_QUEUE answered.
+    let d = unsafe {
+        libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), slice as i64)
+    };
+    assert_ne!(d, libc::MAP_FAILED);
+    // SAFETY: a 4-byte slot inside the 4 KiB mapping.
+    unsafe { std::ptr::write_volatile((d as usize + aql as usize * 4) as *mut u32, 16) };
+    assert_eq!(m.service_queues(), 1, "one AQL packet announced");
+    // SAFETY: the mapping made above.
+    unsafe { libc::munmap(d, 4096) };
+    drop(renders);
+}
