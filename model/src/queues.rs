@@ -991,7 +991,7 @@ impl Model {
         };
         let mut pass = Pass::default();
         for (id, serial, desc, mut progress, write) in jobs {
-            let before = progress.read;
+            let before = progress.clone();
             // An engine bug must not wedge the queue (left `running`) or kill the watcher: a
             // panic stops the queue as a bad packet instead.
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -1014,13 +1014,12 @@ impl Model {
             let mut t = self.table();
             // The queue may have been destroyed (or the id reused) meanwhile.
             if let Some(q) = t.queues.get_mut(&id).filter(|q| q.serial == serial) {
-                if progress.read != before || (progress.error.is_some() && q.progress.error.is_none()) {
+                // Moved: a packet consumed, an indirect buffer advanced, an error, or a budget
+                // used up with work left.
+                if progress != before || end == RunEnd::Budget {
                     pass.progressed += 1;
                 }
                 q.blocked = end == RunEnd::Blocked;
-                if end == RunEnd::Budget {
-                    pass.progressed += 1;
-                }
                 q.progress = progress;
                 q.running = false;
             }
