@@ -842,3 +842,40 @@ fn gfx8_doorbells_and_aql_rings() {
     unsafe { libc::munmap(d, 4096) };
     drop(renders);
 }
+
+#[test]
+fn an_sdma_fence_runs_end_to_end_through_the_watcher() {
+    use hsakmt_core::packet::sdma;
+    let m = Model::new_shared(ModelConfig::catalogue("mi210")).unwrap();
+    let (ids, renders) = acquire(&m, 1);
+    let f = Fx { m, ids, _renders: renders, name: "mi210" };
+    let q = f.qmem(0);
+    let target = 0x3000_0000;
+    alloc_map(&f.m, q.gpu_id, target, 4096);
+    let mut a = args(&q, SDMA);
+    let id = create(&f.m, &mut a).unwrap();
+    // The thunk's side: write an SDMA FENCE packet into the ring, then the doorbell with the
+    // write pointer in bytes.
+    let r = sdma::Repr::fence(target + 8, 0xC0FFEE);
+    let mut pkt = vec![0u8; r.buffer_len()];
+    r.emit(&mut sdma::Packet::new_unchecked(&mut pkt[..])).unwrap();
+    f.m.gpu_write(q.gpu_id, q.ring, &pkt).unwrap();
+    ring(&f.m, a.doorbell_offset, pkt.len() as u64);
+    f.m.ring_doorbell(id).unwrap();
+    let t = Instant::now();
+    loop {
+        let mut v = [0u8; 4];
+        f.m.gpu_read(q.gpu_id, target + 8, &mut v).unwrap();
+        if u32::from_le_bytes(v) == 0xC0FFEE {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "the fence never landed: {:?}", f.m.queue_info(id));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t = Instant::now();
+    while f.m.queue_info(id).unwrap().progress.read != pkt.len() as u64 {
+        assert!(t.elapsed() < Duration::from_secs(5), "read position not stored back");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(f.m.queue_info(id).unwrap().progress.error, None);
+}
