@@ -425,21 +425,31 @@ fn xnack_per_catalogue_gpu() {
 }
 
 #[test]
-#[ignore = "needs the queue table"]
 fn xnack_change_refused_while_queues_exist() {
     // kfd_ioctl_set_xnack_mode: EBUSY while the process has user queues, even for the mode
-    // it already has; a query still answers. Needs AMDKFD_IOC_CREATE_QUEUE in the model.
+    // it already has; a query still answers. The queue's ring and pointer page are GPU-mapped
+    // BOs (kfd_queue_acquire_buffers); an SDMA queue needs no EOP or CWSR area.
     let f = setup("mi210");
     let m = &f.m;
-    let ring = Mapping::new(4, libc::PROT_READ | libc::PROT_WRITE);
+    let g = f.ids[0];
+    // The ring mapping is the ring size; the pointers' mapping exactly one page.
+    for (va, size) in [(0x7100_0000_0000u64, 2 * PAGE), (0x7100_0001_0000, PAGE)] {
+        let flags = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: va, size, handle: 0, mmap_offset: 0, gpu_id: g, flags };
+        raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).unwrap();
+        let ids = [g];
+        let mut p =
+            kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
+        raw(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut p).unwrap();
+    }
     let mut q = kfd_ioctl_create_queue_args {
-        ring_base_address: ring.page(0),
-        write_pointer_address: ring.page(2),
-        read_pointer_address: ring.page(2) + 8,
+        ring_base_address: 0x7100_0000_0000,
+        write_pointer_address: 0x7100_0001_0000,
+        read_pointer_address: 0x7100_0001_0008,
         doorbell_offset: 0,
         ring_size: 2 * PAGE as u32,
-        gpu_id: f.ids[0],
-        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL as u32,
+        gpu_id: g,
+        queue_type: KFD_IOC_QUEUE_TYPE_SDMA as u32,
         queue_percentage: 100,
         queue_priority: 7,
         queue_id: 0,
