@@ -3,16 +3,20 @@
 
 mod json;
 mod report;
+mod smoke;
+mod smoke_aql;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: kmtinfo [--json] [--topology DIR] [--model NAME] [--list-models]
+const USAGE: &str = "usage: kmtinfo [--json] [--topology DIR] [--model NAME] [--list-models] [--smoke]
 
   --json           print the report as JSON
   --topology DIR   run on the software model serving the sysfs-layout tree DIR
                    (same as HSA_MODEL_TOPOLOGY=DIR)
   --model NAME     run on the built-in model system NAME (same as HSAKMT_MODEL=NAME)
   --list-models    list the built-in model systems
+  --smoke          run a dispatch smoke test on the first GPU (SDMA, PM4 and AQL queues,
+                   events) and print each step's latency
 
 Without /dev/kfd and without a model variable, kmtinfo runs on the built-in model.";
 
@@ -21,10 +25,11 @@ struct Args {
     topology: Option<String>,
     model: Option<String>,
     list: bool,
+    smoke: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { json: false, topology: None, model: None, list: false };
+    let mut a = Args { json: false, topology: None, model: None, list: false, smoke: false };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -32,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
             "--topology" => a.topology = Some(it.next().ok_or("--topology needs a directory")?),
             "--model" => a.model = Some(it.next().ok_or("--model needs a name")?),
             "--list-models" => a.list = true,
+            "--smoke" => a.smoke = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -57,6 +63,16 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let backend_line = choose_backend(&args);
+    if args.smoke {
+        println!("{backend_line}");
+        return match smoke::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kmtinfo --smoke: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match report::collect() {
         Ok(system) => {
             if args.json {

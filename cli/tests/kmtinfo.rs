@@ -68,3 +68,24 @@ fn list_models_names_the_catalogue() {
         assert!(out.lines().any(|l| l == name), "{name} missing from {out}");
     }
 }
+
+/// `kmtinfo --smoke` on the model systems of three GPU generations: SDMA fill + copy + fence +
+/// trap, PM4 WRITE_DATA + RELEASE_MEM interrupt, AQL barrier + fill kernel with an interrupt
+/// signal and a NOP with a polled one; each step checked by the program, its latency printed.
+#[test]
+fn smoke_dispatch_on_the_model() {
+    for model in ["mi300x", "mi210", "rx7900xtx"] {
+        let o = kmtinfo(&["--smoke", "--model", model], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{model}: {out}\n{}", String::from_utf8_lossy(&o.stderr));
+        for step in ["SDMA fill", "PM4 WRITE_DATA", "AQL barrier release", "AQL NOP dispatch", "smoke: OK"] {
+            assert!(out.contains(step), "{model}: no {step:?} in\n{out}");
+        }
+    }
+}
+
+#[test]
+fn smoke_rejects_an_unknown_model() {
+    let o = kmtinfo(&["--smoke", "--model", "nope"], &[]);
+    assert!(!o.status.success());
+}

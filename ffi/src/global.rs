@@ -245,6 +245,10 @@ impl Kfd for SharedModel {
     fn backend(&self) -> hsakmt_core::Backend {
         self.model.backend()
     }
+    fn doorbell_rung(&self, queue_id: u32) {
+        // The watcher would notice the write on its next pass; this runs the engine at once.
+        let _ = self.model.ring_doorbell(queue_id);
+    }
     fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
         self.model.gpu_counter_khz(gpu_id)
     }

@@ -742,6 +742,20 @@ fn events_program_is_clean_under_valgrind() {
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("events: OK"), "{}", show(&o));
 }
 
+/// Queues from C: SDMA, PM4 and AQL queues with their doorbells, pointers, CU masks and queue
+/// info; an SDMA FENCE + TRAP assembled by hand, executed by the model GPU and raising the event
+/// the program waits on; bad input (NULL resource, priority, type, node, ring size, unmapped
+/// ring, destroying twice); close destroying a live queue.
+#[test]
+fn queues_from_c() {
+    let Some(s) = setup() else { return };
+    let e = compile(s, false, &c_dir().join("queues.c"), "queues", true, &[]);
+    for model in ["mi210", "mi300x", "rx7900xtx"] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "{model}:\n{}", show(&o));
+    }
+}
+
 #[test]
 fn ipc_export_in_parent_import_in_forked_child() {
     let Some(s) = setup() else { return };

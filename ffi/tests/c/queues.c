@@ -33,7 +33,7 @@ static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
 	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
 	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
 		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemMapFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
+	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
 		return NULL;
 	memset(p, 0, size);
 	return p;
@@ -51,7 +51,6 @@ int main(void)
 	HsaNodeProperties props;
 	HsaQueueResource r, bad;
 	HSAuint32 gpu = 0, n, kid = 0;
-	HSAKMT_STATUS st;
 
 	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
 		printf("cannot open\n");
@@ -107,16 +106,20 @@ int main(void)
 	EXPECT(hsaKmtReportQueue(r.QueueId, &rep) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(rep.QueueAddress == ring && rep.QueueSize == 4096);
 
-	/* FENCE 0xCAFE to dst, then TRAP with the event's id: SDMA packets from the public format
-	 * (op in bits 0..7; FENCE = 5: address lo/hi, data; TRAP = 6: 28-bit interrupt context). */
+	/* FENCE 0xCAFE to dst, FENCE the event id into the event's slot, then TRAP with the event
+	 * id, as kfdtest does: SDMA packets from the public format (op in bits 0..7; FENCE = 5:
+	 * address lo/hi, data; TRAP = 6: 28-bit interrupt context). The KFD sets a signal event on
+	 * an interrupt only when its slot was written. */
 	HsaEventDescriptor d;
 	HsaEvent *ev = NULL;
 	memset(&d, 0, sizeof(d));
 	d.EventType = HSA_EVENTTYPE_SIGNAL;
 	d.NodeId = gpu;
 	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
-	uint64_t a = (uintptr_t)dst;
-	uint32_t pk[] = { 5, (uint32_t)a, (uint32_t)(a >> 32), 0xCAFE, 6, ev->EventId & 0x0fffffff };
+	uint64_t a = (uintptr_t)dst, mb = ev->EventData.HWData2;
+	uint32_t id = ev->EventId;
+	EXPECT(mb != 0);
+	uint32_t pk[] = { 5, (uint32_t)a, (uint32_t)(a >> 32), 0xCAFE, 5, (uint32_t)mb, (uint32_t)(mb >> 32), id, 6, id };
 	memcpy(ring, pk, sizeof(pk));
 	__atomic_store_n(r.Queue_write_ptr_aql, (HSAuint64)sizeof(pk), __ATOMIC_RELEASE);
 	__atomic_store_n(r.Queue_DoorBell_aql, (HSAuint64)sizeof(pk), __ATOMIC_RELEASE);
@@ -125,13 +128,39 @@ int main(void)
 	EXPECT(*r.Queue_read_ptr_aql == sizeof(pk)); /* SDMA read pointer in bytes */
 
 	/* The same through hsaKmtQueueRingDoorbell: a second FENCE. */
-	uint32_t pk2[] = { 5, (uint32_t)(a + 4), (uint32_t)((a + 4) >> 32), 0xBEEF, 6, ev->EventId & 0x0fffffff };
+	uint32_t pk2[] = { 5, (uint32_t)(a + 4), (uint32_t)((a + 4) >> 32), 0xBEEF, 5, (uint32_t)mb, (uint32_t)(mb >> 32), id, 6, id };
 	memcpy((char *)ring + sizeof(pk), pk2, sizeof(pk2));
 	__atomic_store_n(r.Queue_write_ptr_aql, (HSAuint64)(sizeof(pk) + sizeof(pk2)), __ATOMIC_RELEASE);
 	EXPECT(hsaKmtQueueRingDoorbell(r.QueueId, sizeof(pk) + sizeof(pk2)) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtWaitOnEvent(ev, 10000) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(__atomic_load_n(&dst[1], __ATOMIC_ACQUIRE) == 0xBEEF);
 	EXPECT(hsaKmtQueueRingDoorbell(0x4321, 0) == HSAKMT_STATUS_INVALID_PARAMETER);
+
+	/* A GPU page fault: FENCE to an address no mapping covers. The memory-exception event
+	 * carries the faulting page and the node; the queue stops; everything else goes on. */
+	HsaEvent *fault = NULL;
+	memset(&d, 0, sizeof(d));
+	d.EventType = HSA_EVENTTYPE_MEMORY;
+	d.NodeId = gpu;
+	EXPECT(hsaKmtCreateEvent(&d, true, false, &fault) == HSAKMT_STATUS_SUCCESS);
+	uint32_t *fring = gpu_host_memory(gpu, 4096);
+	HsaQueueResource f;
+	memset(&f, 0, sizeof(f));
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, fring, 4096, NULL, &f) ==
+	       HSAKMT_STATUS_SUCCESS);
+	const uint64_t wild = 0x7ff0001234ull; /* inside the GPU VM, never mapped */
+	uint32_t pf[] = { 5, (uint32_t)wild, (uint32_t)(wild >> 32), 1 };
+	memcpy(fring, pf, sizeof(pf));
+	__atomic_store_n(f.Queue_write_ptr_aql, (HSAuint64)sizeof(pf), __ATOMIC_RELEASE);
+	__atomic_store_n(f.Queue_DoorBell_aql, (HSAuint64)sizeof(pf), __ATOMIC_RELEASE);
+	EXPECT(hsaKmtWaitOnEvent(fault, 10000) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(fault->EventData.EventData.MemoryAccessFault.VirtualAddress == (wild & ~0xfffull));
+	EXPECT(fault->EventData.EventData.MemoryAccessFault.NodeId == gpu);
+	EXPECT(fault->EventData.EventData.MemoryAccessFault.Failure.NotPresent == 1);
+	EXPECT(*f.Queue_read_ptr_aql == 0); /* the faulting packet is not consumed */
+	EXPECT(hsaKmtDestroyQueue(f.QueueId) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDestroyEvent(fault) == HSAKMT_STATUS_SUCCESS);
+	release(fring, 4096);
 
 	/* A PM4 compute queue: CWSR area, CU mask, update. */
 	uint32_t *ring2 = gpu_host_memory(gpu, 4096);
@@ -141,19 +170,29 @@ int main(void)
 	       HSAKMT_STATUS_SUCCESS);
 	EXPECT(c.QueueId != 0 && c.QueueId != r.QueueId && c.Queue_DoorBell_aql != r.Queue_DoorBell_aql);
 	uint32_t cus = props.NumFComputeCores / props.NumSIMDPerCU;
+	/* The KFD reports wave state only for a queue that is not running (as a debugger sees
+	 * it after suspending): ERROR while active, the CWSR area's facts once deactivated. */
+	EXPECT(hsaKmtGetQueueInfo(c.QueueId, &info) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtUpdateQueue(c.QueueId, 0, HSA_QUEUE_PRIORITY_LOW, ring2, 4096, NULL) == HSAKMT_STATUS_SUCCESS);
 	memset(&info, 0, sizeof(info));
 	EXPECT(hsaKmtGetQueueInfo(c.QueueId, &info) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(info.NumCUAssigned == (cus + 31) / 32 * 32);
 	EXPECT(info.CUMaskInfo != NULL && (info.CUMaskInfo[0] & 1) == 1);
 	EXPECT(info.SaveAreaHeader != NULL && info.SaveAreaHeader->ErrorEventId == ev->EventId);
+	EXPECT(info.ControlStackUsedInBytes == 0 && info.SaveAreaSizeInBytes == 0); /* no wave was saved */
+	EXPECT(info.UserContextSaveArea == info.ControlStackTop);
 	EXPECT(hsaKmtGetQueueInfo(c.QueueId, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
-	uint32_t mask[4] = { 0x5, 0, 0, 0 };
+	uint32_t mask[4] = { 0xf, 0, 0, 0 }; /* whole WGPs (CU pairs), as gfx10+ requires */
 	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 0, mask) == HSAKMT_STATUS_INVALID_PARAMETER);
 	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 33, mask) == HSAKMT_STATUS_INVALID_PARAMETER);
 	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 32, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
 	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 32, mask) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtGetQueueInfo(c.QueueId, &info) == HSAKMT_STATUS_SUCCESS);
-	EXPECT(info.NumCUAssigned == 32 && info.CUMaskInfo[0] == 0x5);
+	EXPECT(info.NumCUAssigned == 32 && info.CUMaskInfo[0] == 0xf);
+	/* A mask longer than the GPU's CUs: the KFD drops the bits past its CUs, not an error. */
+	uint32_t wide[64];
+	memset(wide, 0xff, sizeof(wide));
+	EXPECT(hsaKmtSetQueueCUMask(c.QueueId, 64 * 32, wide) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtUpdateQueue(c.QueueId, 50, HSA_QUEUE_PRIORITY_LOW, ring2, 4096, NULL) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtUpdateQueue(c.QueueId, 50, (HSA_QUEUE_PRIORITY)7, ring2, 4096, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
 	EXPECT(hsaKmtUpdateQueue(c.QueueId, 50, HSA_QUEUE_PRIORITY_LOW, ring2, 1000, NULL) == HSAKMT_STATUS_ERROR);
