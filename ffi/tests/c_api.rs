@@ -754,6 +754,11 @@ fn queues_from_c() {
         let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
         assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "{model}:\n{}", show(&o));
     }
+    // The same through the model plugin (HSA_MODEL_LIB): doorbells mapped from its memfd, its
+    // own watcher thread running the engines.
+    let plugin = model_plugin(&s.lib);
+    let o = run(clean_cmd(&e).env("HSA_MODEL_LIB", &plugin).env("HSAKMT_MODEL", "mi300x"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "plugin:\n{}", show(&o));
 }
 
 #[test]

@@ -51,6 +51,7 @@ int main(void)
 	HsaNodeProperties props;
 	HsaQueueResource r, bad;
 	HSAuint32 gpu = 0, n, kid = 0;
+	HSAKMT_STATUS st;
 
 	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
 		printf("cannot open\n");
@@ -135,6 +136,27 @@ int main(void)
 	EXPECT(hsaKmtWaitOnEvent(ev, 10000) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(__atomic_load_n(&dst[1], __ATOMIC_ACQUIRE) == 0xBEEF);
 	EXPECT(hsaKmtQueueRingDoorbell(0x4321, 0) == HSAKMT_STATUS_INVALID_PARAMETER);
+
+	/* XNACK cannot change while the process has queues (the KFD answers EBUSY: ERROR). */
+	HSAint32 xnack = -1;
+	EXPECT(hsaKmtGetXNACKMode(&xnack) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtSetXNACKMode(!xnack) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtGetXNACKMode(&xnack) == HSAKMT_STATUS_SUCCESS && xnack == 0);
+
+	/* SDMA on a chosen engine, and over XGMI where the GPU has XGMI SDMA engines. */
+	uint32_t *ering = gpu_host_memory(gpu, 4096);
+	HsaQueueResource e;
+	memset(&e, 0, sizeof(e));
+	EXPECT(hsaKmtCreateQueueExt(gpu, HSA_QUEUE_SDMA_BY_ENG_ID, 100, HSA_QUEUE_PRIORITY_NORMAL, props.NumSdmaEngines - 1,
+				    ering, 4096, NULL, &e) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtDestroyQueue(e.QueueId) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtCreateQueueExt(gpu, HSA_QUEUE_SDMA_BY_ENG_ID, 100, HSA_QUEUE_PRIORITY_NORMAL, 99, ering, 4096, NULL, &e) ==
+	       HSAKMT_STATUS_ERROR);
+	st = hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA_XGMI, 100, HSA_QUEUE_PRIORITY_NORMAL, ering, 4096, NULL, &e);
+	EXPECT(st == (props.NumSdmaXgmiEngines ? HSAKMT_STATUS_SUCCESS : HSAKMT_STATUS_ERROR));
+	if (st == HSAKMT_STATUS_SUCCESS)
+		EXPECT(hsaKmtDestroyQueue(e.QueueId) == HSAKMT_STATUS_SUCCESS);
+	release(ering, 4096);
 
 	/* A GPU page fault: FENCE to an address no mapping covers. The memory-exception event
 	 * carries the faulting page and the node; the queue stops; everything else goes on. */
