@@ -40,6 +40,21 @@ fn signal_value(b: &Buffer, at: usize) -> &std::sync::atomic::AtomicI64 {
     unsafe { &*b.ptr.add(at + 8).cast::<std::sync::atomic::AtomicI64>() }
 }
 
+/// Submit one packet; a ring that stays full for 10 s is an error, not a hang.
+fn submit(r: &AqlRing<DoorbellPtr>, p: &aql::Repr) -> Result<u64, String> {
+    let t = Instant::now();
+    loop {
+        if let Some(mut slot) = r.try_reserve() {
+            slot.write(p);
+            return Ok(slot.commit());
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            return Err(format!("AQL ring full for 10 s (read index {}, write index {})", r.load_read_index(), r.load_write_index()));
+        }
+        std::hint::spin_loop();
+    }
+}
+
 pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
     let ring = Buffer::new(node, u64::from(RING_PACKETS) * PACKET_LEN as u64)?;
     let ctl = Buffer::new(node, 4096)?;
@@ -73,8 +88,8 @@ pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
             .kernarg(ctl.addr() + KERNARG as u64)
             .completion_signal(ctl.addr() + DONE_SIGNAL as u64),
     ));
-    r.submit(&barrier);
-    r.submit(&fill);
+    submit(&r, &barrier)?;
+    submit(&r, &fill)?;
     // The barrier holds the dispatch while its dependency is 1.
     std::thread::sleep(Duration::from_millis(5));
     if signal_value(&ctl, DONE_SIGNAL).load(std::sync::atomic::Ordering::Acquire) != 1 || dst.u32_at((48 << 10) / 4) != 0 {
@@ -98,7 +113,7 @@ pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
         KernelDispatch::new(ctl.addr() + NOP_KERNEL as u64, 1, 1).completion_signal(ctl.addr() + POLL_SIGNAL as u64),
     ));
     let t = Instant::now();
-    r.submit(&nop);
+    submit(&r, &nop)?;
     let v = signal_value(&ctl, POLL_SIGNAL);
     while v.load(std::sync::atomic::Ordering::Acquire) != 0 {
         if t.elapsed() > Duration::from_secs(10) {

@@ -209,6 +209,10 @@ pub struct Model {
     /// The process's user queues (own lock, taken after `state`, never before it: engines run
     /// without either).
     pub(crate) queues: Mutex<crate::queues::QueueTable>,
+    /// Notified (with `queues`) whenever an engine run ends: DESTROY_QUEUE waits on it so that
+    /// no engine touches a queue's memory after the queue is gone, as the kernel preempts a
+    /// queue before it destroys it.
+    pub(crate) queue_idle: std::sync::Condvar,
     /// Wake-ups of the doorbell watcher thread.
     pub(crate) watch: Arc<crate::queues::Watch>,
     /// This model, when it was made by [`Model::new_shared`] (the watcher thread's handle).
@@ -292,6 +296,7 @@ impl Model {
             system_bytes,
             events: Default::default(),
             queues: Default::default(),
+            queue_idle: std::sync::Condvar::new(),
             watch: Default::default(),
             shared: Weak::new(),
             engine_runs: AtomicU64::new(0),

@@ -806,9 +806,22 @@ impl Model {
     /// DESTROY_QUEUE.
     pub(crate) fn ioctl_destroy_queue(&self, buf: &mut [u8]) -> Result<(), i32> {
         let a: kfd_ioctl_destroy_queue_args = get(buf);
-        let st = self.lock();
-        let mut t = self.table_for(&st);
-        t.remove(a.queue_id).map(|_| ()).ok_or(EINVAL)
+        loop {
+            let st = self.lock();
+            let t = self.table_for(&st);
+            let running = t.queues.get(&a.queue_id).ok_or(EINVAL)?.running;
+            if !running {
+                let mut t = t;
+                return t.remove(a.queue_id).map(|_| ()).ok_or(EINVAL);
+            }
+            // The kernel preempts a queue before destroying it: once DESTROY_QUEUE returns, the
+            // CP never touches the queue's memory again, and the thunk frees it. Wait for the
+            // engine run under way to end, without `state` (the engine takes it for every
+            // memory access), then look again.
+            drop(st);
+            let t = self.queue_idle.wait_while(t, |t| t.queues.get(&a.queue_id).is_some_and(|q| q.running));
+            drop(t.unwrap_or_else(|e| e.into_inner()));
+        }
     }
 
     /// UPDATE_QUEUE.
@@ -1023,6 +1036,8 @@ impl Model {
                 q.progress = progress;
                 q.running = false;
             }
+            drop(t);
+            self.queue_idle.notify_all();
         }
         pass
     }
