@@ -122,9 +122,14 @@ pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
         std::hint::spin_loop();
     }
     step("AQL NOP dispatch → polled signal", t.elapsed());
-    let read = ctl.u32_at(RPTR / 4);
-    if read != 3 {
-        return Err(format!("AQL read_dispatch_id is {read}, expected 3"));
+    // The packet processor advances read_dispatch_id once it is done with a slot, which may
+    // be just after the signal it completed.
+    let t = Instant::now();
+    while ctl.u32_at(RPTR / 4) != 3 {
+        if t.elapsed() > Duration::from_secs(10) {
+            return Err(format!("AQL read_dispatch_id is {}, expected 3", ctl.u32_at(RPTR / 4)));
+        }
+        std::hint::spin_loop();
     }
     Ok(())
 }

@@ -159,6 +159,9 @@ pub(crate) struct Exec<'a> {
     pub budget: u32,
     /// Packets executed so far in this call.
     pub steps: u32,
+    /// Interrupts raised by the packet being executed, delivered once the read position has
+    /// been reported past it: a host woken by the interrupt finds the packet consumed.
+    pub pending: std::cell::RefCell<Vec<(u32, u32)>>,
 }
 
 /// Largest chunk a copy or fill moves per GPU access (bounds the bounce buffer).
@@ -203,16 +206,24 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// Report the read position where the producer reads it.
+    /// Report the read position where the producer reads it, then deliver the interrupts the
+    /// packets before it raised.
     pub fn report(&self, read: u64) -> Result<(), Halt> {
         let va = self.ring.rptr_va;
-        if va == 0 {
-            return Ok(());
-        }
-        match self.ring.kind {
+        let r = match self.ring.kind {
+            _ if va == 0 => Ok(()),
             // kfdtest's PM4Queue::Rptr: 32-bit, dwords, wrapped at the ring size.
             EngineKind::Pm4 => self.write(va, &((read % (self.ring.ring_bytes / 4)) as u32).to_le_bytes()),
             EngineKind::Aql | EngineKind::Sdma => self.write(va, &read.to_le_bytes()),
+        };
+        self.deliver_interrupts();
+        r
+    }
+
+    fn deliver_interrupts(&self) {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        for (context_id, valid_bits) in pending {
+            self.m.signal_event_interrupt(context_id, valid_bits);
         }
     }
 
@@ -221,9 +232,10 @@ impl Exec<'_> {
         self.m.gpu_clock_counter(self.ring.gpu_id)
     }
 
-    /// The CP / SDMA interrupt with `context_id` (of which `valid_bits` bits are delivered).
+    /// The CP / SDMA interrupt with `context_id` (of which `valid_bits` bits are delivered),
+    /// delivered at the next [`Exec::report`] (or when the run ends).
     pub fn interrupt(&self, context_id: u32, valid_bits: u32) {
-        self.m.signal_event_interrupt(context_id, valid_bits);
+        self.pending.borrow_mut().push((context_id, valid_bits));
     }
 
     pub fn budget_left(&self) -> bool {
@@ -267,12 +279,14 @@ impl Model {
         if let Err(what) = check_ring(ring) {
             return self.stop_queue(ring, progress, QueueError::BadPacket { at: progress.read, what });
         }
-        let mut x = Exec { m: self, ring, budget, steps: 0 };
+        let mut x = Exec { m: self, ring, budget, steps: 0, pending: Default::default() };
         let r = match ring.kind {
             EngineKind::Aql => aql::run(&mut x, progress, write),
             EngineKind::Pm4 => pm4::run(&mut x, progress, write),
             EngineKind::Sdma => sdma::run(&mut x, progress, write),
         };
+        // Whatever ended the run, no raised interrupt is lost.
+        x.deliver_interrupts();
         match r {
             Ok(end) => end,
             Err(Halt::Blocked) => RunEnd::Blocked,
