@@ -601,3 +601,260 @@ impl EmitBytes for SignalRepr {
         b
     }
 }
+
+/// The GPU clock counter GET_CLOCK_COUNTERS answers for a GPU now.
+fn gpu_counter(f: &Fx, gpu_id: u32) -> u64 {
+    let mut a = kfd_ioctl_get_clock_counters_args::new_zeroed();
+    a.gpu_id = gpu_id;
+    raw(&f.m, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a).unwrap();
+    a.gpu_clock_counter
+}
+
+/// POLL_REGMEM (SDMA v4): the engine re-reads `*addr` until `(*addr & mask) func value` holds;
+/// until then the packet is not consumed and nothing behind it runs.
+#[test]
+fn sdma_poll_regmem_blocks_until_the_cpu_changes_memory() {
+    let f = setup();
+    let flag = DATA + 0x40;
+    f.put(flag, &0x0000_02ffu32.to_le_bytes());
+    let mut r = Ring::new(EngineKind::Sdma, RING, 4096, RPTR);
+    let before = sdmab(sdma::Repr::WriteUntiled { dst: DATA, data: (&[0x1111u32]).into(), swap: 0 });
+    r.push(&f, &before);
+    // Wait for ((flag & 0xff00) > 0x0200): 0x02ff masks to 0x0200, not greater.
+    let poll = sdma::PollRegmem {
+        addr: flag,
+        value: 0x0200,
+        mask: 0xff00,
+        func: CompareFunction::Greater,
+        mem_poll: true,
+        hdp_flush: false,
+        interval: 10,
+        retry_count: 0xfff,
+    };
+    r.push(&f, &sdmab(sdma::Repr::PollRegmem(poll)));
+    r.push(&f, &sdmab(sdma::Repr::fence(DATA + 0x80, 0xabc)));
+    r.push(&f, &sdmab(sdma::Repr::WriteUntiled { dst: DATA + 0x84, data: (&[0x2222u32]).into(), swap: 0 }));
+    let mut p = RingProgress::default();
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    assert_eq!(f.u32(DATA), 0x1111, "the packet before the poll ran");
+    assert_eq!(p.read, before.len() as u64, "the poll is not consumed");
+    assert_eq!(f.u64(RPTR), before.len() as u64);
+    assert_eq!(words(&f, DATA + 0x80, 2), vec![0, 0], "nothing behind the poll ran");
+    // Still false: bits outside the mask do not count (0x01ff masks to 0x0100).
+    f.put(flag, &0x0000_01ffu32.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    assert_eq!(words(&f, DATA + 0x80, 2), vec![0, 0]);
+    // Equal is not greater.
+    f.put(flag, &0xffff_0200u32.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    assert_eq!(p.read, before.len() as u64);
+    // 0x0350 masks to 0x0300 > 0x0200: the poll completes and the rest runs, in order.
+    f.put(flag, &0x0000_0350u32.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    assert_eq!(words(&f, DATA + 0x80, 2), vec![0xabc, 0x2222]);
+    assert_eq!(p.read, r.w);
+    assert_eq!(f.u64(RPTR), r.w);
+    // Equal on the full dword, as a fence-wait would use it.
+    let eq = sdma::PollRegmem { value: 7, mask: u32::MAX, func: CompareFunction::Equal, ..poll };
+    r.push(&f, &sdmab(sdma::Repr::PollRegmem(eq)));
+    r.push(&f, &sdmab(sdma::Repr::fence(DATA + 0x88, 1)));
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    f.put(flag, &7u32.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    assert_eq!(f.u32(DATA + 0x88), 1);
+}
+
+/// The AMD barrier-value packet (hsa_amd_barrier_value_packet_t): waits until
+/// `(signal.value & mask) cond value`, hsa_signal_value_t being a signed 64-bit value; then the
+/// completion signal completes (timestamps, decrement, mailbox + interrupt).
+#[test]
+fn aql_barrier_value_waits_for_the_masked_condition() {
+    let f = setup();
+    let (ev, slot) = f.signal_event();
+    let dep = SIG;
+    let done = SIG + 64;
+    signal(&f, dep, SignalRepr::user(5));
+    signal(&f, done, SignalRepr::user(1).event(slot, ev));
+    f.put(KARG, &Args::Fill(FillArgs { dst: DATA, value: 0x5eed, count: 1 }).to_bytes());
+    let mut r = Ring::new(EngineKind::Aql, RING, 4096, RPTR);
+    let bv = aql::BarrierValue { signal: dep, value: 0x10, mask: 0xf0, cond: aql::SignalCondition::Eq, completion_signal: done };
+    r.push(&f, &aqlb(Body::BarrierValue(bv)));
+    let fill = KernelDispatch { kernarg_address: KARG, ..KernelDispatch::new(DESC, 1, 1) };
+    r.push(&f, &aqlb(Body::KernelDispatch(fill)));
+    let mut p = RingProgress::default();
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    assert_eq!((p.read, f.u64(RPTR)), (0, 0));
+    assert_eq!(f.u64(done + 8), 1, "the completion signal waits too");
+    assert_eq!(f.u32(DATA), 0, "the dispatch behind the barrier waits");
+    assert_ne!(f.get(RING, 1)[0], 1, "the header stays valid while waiting");
+    // 0x0f & 0xf0 = 0: not equal to 0x10.
+    f.put(dep + 8, &0x0fi64.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    assert_eq!(f.poll(ev).0, TIMEOUT);
+    // 0x1234_5617 & 0xf0 = 0x10.
+    f.put(dep + 8, &0x1234_5617i64.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    assert_eq!(f.u64(RPTR), 2);
+    assert_eq!(f.u32(DATA), 0x5eed);
+    let s = f.get(done, 64);
+    let s = aql::SignalRepr::parse(&aql::Signal::new_unchecked(&s[..])).unwrap();
+    assert_eq!(s.value, 0, "completion decrements the signal");
+    assert!(s.start_ts != 0 && s.start_ts <= s.end_ts, "{} {}", s.start_ts, s.end_ts);
+    assert_eq!(f.poll(ev).0, COMPLETE, "the mailbox write + interrupt set the event");
+
+    // The other conditions, one packet each; every one completes its own signal.
+    let cases: [(i64, aql::SignalCondition, i64, i64, i64); 3] = [
+        // (value, cond, mask, blocking signal value, satisfying signal value)
+        (3, aql::SignalCondition::Ne, 0xff, 0x103, 0x104), // 0x103 & 0xff == 3
+        (4, aql::SignalCondition::Gte, -1, 3, 4),
+        (0, aql::SignalCondition::Lt, -1, 0, -5), // signed: -5 < 0
+    ];
+    for (i, (value, cond, mask, wait, go)) in cases.into_iter().enumerate() {
+        let s = SIG + 0x100 + 0x80 * i as u64;
+        let c = s + 0x40;
+        signal(&f, s, SignalRepr::user(wait));
+        signal(&f, c, SignalRepr::user(1));
+        r.push(&f, &aqlb(Body::BarrierValue(aql::BarrierValue { signal: s, value, mask, cond, completion_signal: c })));
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked, "case {i}");
+        assert_eq!(f.u64(c + 8), 1, "case {i}");
+        f.put(s + 8, &go.to_le_bytes());
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle, "case {i}");
+        assert_eq!(f.u64(c + 8), 0, "case {i}");
+        assert_eq!(f.u64(RPTR), 3 + i as u64);
+    }
+}
+
+/// COPY_DATA memory → memory (src 1 memory / 2 TC L2, dst 5 memory / 2 TC L2; count_sel picks
+/// 32 or 64 bits) and from the GPU clock (src 9, the counter GET_CLOCK_COUNTERS reports).
+#[test]
+fn pm4_copy_data_memory_and_gpu_clock() {
+    let f = setup();
+    let cd = |src_sel: u8, dst_sel: u8, wide: bool, src: u64, dst: u64| {
+        pm4b(Command::CopyData(pm4::CopyData {
+            src_sel,
+            dst_sel,
+            src_cache_policy: 0,
+            count_sel: wide,
+            wr_confirm: true,
+            dst_cache_policy: 0,
+            engine_sel: 0,
+            src,
+            dst,
+        }))
+    };
+    let src = DATA + 0x400;
+    f.put(src, &0x1111_2222_3333_4444u64.to_le_bytes());
+    f.put(DATA + 0x500, &[0xff; 0x20]);
+    f.put(DATA + 0x600, &[0xff; 0x20]);
+    let mut r = Ring::new(EngineKind::Pm4, RING, 4096, RPTR);
+    r.push(&f, &cd(1, 5, false, src, DATA + 0x500));
+    r.push(&f, &cd(2, 2, true, src, DATA + 0x508));
+    r.push(&f, &cd(1, 5, false, src + 4, DATA + 0x510));
+    let c0 = gpu_counter(&f, f.g);
+    r.push(&f, &cd(9, 5, true, 0, DATA + 0x600));
+    r.push(&f, &pm4b(WriteData::memory(DATA + 0x700, (&[1u32]).into()).into()));
+    r.push(&f, &cd(9, 5, true, 0, DATA + 0x608));
+    r.push(&f, &cd(9, 2, false, 0, DATA + 0x610));
+    let mut p = RingProgress::default();
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    let c1 = gpu_counter(&f, f.g);
+    // 32 bits copy the low dword only; the next one keeps its old contents.
+    assert_eq!(words(&f, DATA + 0x500, 2), vec![0x3333_4444, 0xffff_ffff]);
+    assert_eq!(f.u64(DATA + 0x508), 0x1111_2222_3333_4444);
+    assert_eq!(words(&f, DATA + 0x510, 2), vec![0x1111_2222, 0xffff_ffff]);
+    // GPU clock: non-zero, monotonic along the ring, inside the GET_CLOCK_COUNTERS bracket.
+    let (t1, t2) = (f.u64(DATA + 0x600), f.u64(DATA + 0x608));
+    assert!(t1 != 0 && c0 <= t1 && t1 <= t2 && t2 <= c1, "{c0} {t1} {t2} {c1}");
+    assert!(c1 - c0 < 1 << 32, "the bracket is narrow enough to check the 32-bit copy");
+    let lo = u64::from(f.u32(DATA + 0x610));
+    let (lo0, lo1) = (c0 & 0xffff_ffff, c1 & 0xffff_ffff);
+    let in_bracket = if lo0 <= lo1 { (lo0..=lo1).contains(&lo) } else { lo >= lo0 || lo <= lo1 };
+    assert!(in_bracket, "low 32 bits of the clock: {lo:#x} in {lo0:#x}..={lo1:#x}");
+    assert_eq!(f.u32(DATA + 0x614), 0xffff_ffff, "a 32-bit clock copy writes one dword");
+    assert_eq!(f.u32(RPTR) as u64, r.w);
+}
+
+/// SDMA ATOMIC with the TC opcodes: CMPSWAP (src = new value, cmp = expected), INC (wraps to 0
+/// once the old value reaches src), DEC (old 0 or above src → src), 32 and 64 bits; the
+/// no-return forms (bit 6) have the same memory effect; the loop bit retries a compare-swap
+/// until it succeeds (Blocked meanwhile, nothing behind it runs) and a single-pass one that
+/// fails leaves memory alone and completes.
+#[test]
+fn sdma_atomic_cmpswap_inc_dec() {
+    const CMPSWAP_32: u8 = 0x08;
+    const INC_32: u8 = 0x18;
+    const DEC_32: u8 = 0x19;
+    const CMPSWAP_64: u8 = 0x28;
+    const INC_64: u8 = 0x38;
+    const DEC_64: u8 = 0x39;
+    const NO_RTN: u8 = 0x40;
+    let f = setup();
+    let at = |addr: u64, op: u8, src: u64, cmp: u64, loop_: bool| {
+        sdmab(sdma::Repr::Atomic(sdma::Atomic { addr, op, src, cmp, loop_, loop_interval: 0x10, tmz: false }))
+    };
+    // (initial u64, op, src, cmp, expected u64 after)
+    let cases: Vec<(u64, u8, u64, u64, u64)> = vec![
+        // CMPSWAP: match swaps, mismatch leaves memory alone.
+        (0x1_0000_0005, CMPSWAP_64, 0xaaaa, 0x1_0000_0005, 0xaaaa),
+        (0x1_0000_0005, CMPSWAP_64, 0xaaaa, 0x5, 0x1_0000_0005),
+        // 32 bits: only the low dword is compared and written.
+        (0x7777_7777_0000_0005, CMPSWAP_32, 0x9999_0000_0006, 0xffff_0000_0005, 0x7777_7777_0000_0006),
+        (0x7777_7777_0000_0005, CMPSWAP_32 | NO_RTN, 6, 5, 0x7777_7777_0000_0006),
+        // INC: old < src → old + 1; old >= src → 0 (unsigned).
+        (3, INC_32, 10, 0, 4),
+        (10, INC_32, 10, 0, 0),
+        (0xffff_fff0, INC_32, 10, 0, 0),
+        (0x5_ffff_ffff, INC_32, 0xffff_ffff, 0, 0x5_0000_0000),
+        (0x1_0000_0000, INC_64, 0x2_0000_0000, 0, 0x1_0000_0001),
+        (0x2_0000_0000, INC_64 | NO_RTN, 0x2_0000_0000, 0, 0),
+        // DEC: old == 0 or old > src → src; else old - 1 (unsigned).
+        (5, DEC_32, 10, 0, 4),
+        (0, DEC_32, 10, 0, 10),
+        (11, DEC_32, 10, 0, 10),
+        (0x8_0000_0000, DEC_32 | NO_RTN, 7, 0, 0x8_0000_0007),
+        (0x1_0000_0000, DEC_64, 0x2_0000_0000, 0, 0xffff_ffff),
+        (0, DEC_64, 0x2_0000_0000, 0, 0x2_0000_0000),
+        (u64::MAX, DEC_64, 0x2_0000_0000, 0, 0x2_0000_0000),
+    ];
+    let mut r = Ring::new(EngineKind::Sdma, RING, 4096, RPTR);
+    for (i, &(init, op, src, cmp, _)) in cases.iter().enumerate() {
+        let a = DATA + 8 * i as u64;
+        f.put(a, &init.to_le_bytes());
+        r.push(&f, &at(a, op, src, cmp, false));
+    }
+    let mut p = RingProgress::default();
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle, "single-pass atomics never block");
+    for (i, &(init, op, src, cmp, want)) in cases.iter().enumerate() {
+        let got = f.u64(DATA + 8 * i as u64);
+        assert_eq!(got, want, "case {i}: {init:#x} op {op:#x} src {src:#x} cmp {cmp:#x} → {got:#x}");
+    }
+
+    // A looping compare-swap waits for its compare value.
+    let lock = DATA + 0x800;
+    f.put(lock, &1u64.to_le_bytes());
+    r.push(&f, &at(lock, CMPSWAP_64, 2, 0, true));
+    r.push(&f, &sdmab(sdma::Repr::fence(DATA + 0x808, 0x77)));
+    let start = p.read;
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    assert_eq!((p.read, f.u64(RPTR)), (start, start), "the looping atomic is not consumed");
+    assert_eq!(f.u64(lock), 1, "a failed compare writes nothing");
+    assert_eq!(f.u32(DATA + 0x808), 0, "nothing behind it ran");
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    f.put(lock, &0u64.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    assert_eq!(f.u64(lock), 2);
+    assert_eq!(f.u32(DATA + 0x808), 0x77);
+    assert_eq!(p.read, r.w);
+    // 32-bit looping compare-swap: the upper dword neither takes part nor changes.
+    f.put(lock, &0x5555_5555_0000_0001u64.to_le_bytes());
+    r.push(&f, &at(lock, CMPSWAP_32 | NO_RTN, 9, 0x1234_0000_0000, true));
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Blocked);
+    f.put(lock, &0u32.to_le_bytes());
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    assert_eq!(f.u64(lock), 0x5555_5555_0000_0009);
+    // The loop bit belongs to compare-swap: an INC with it set runs once.
+    f.put(lock, &0u64.to_le_bytes());
+    r.push(&f, &at(lock, INC_64, 100, 0, true));
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
+    assert_eq!(f.u64(lock), 1);
+}
