@@ -11,7 +11,10 @@
 //!   checked copy (EFAULT); unknown handle → ENOMEM (sic); for each id from n_success: unknown
 //!   gpu → EINVAL, then the map (VA 0, misaligned, past the VM, overlapping another mapping →
 //!   EINVAL; mapping twice is a no-op) and `n_success = i + 1`, so a caller can resume. Unmap of
-//!   a GPU the BO is not mapped on → EINVAL.
+//!   a GPU the BO is not mapped on → EINVAL; of a mapping a live queue of the process uses on
+//!   that GPU (its ring, read/write pointer page, EOP buffer or CWSR area: the kernel's
+//!   `bo_va->queue_refcount` since 6.10) → EBUSY. Such a BO cannot be freed either: it is still
+//!   mapped (the FREE rule above), which is also where the kernel's free refuses it.
 //! - IPC (ROCm's 0x80/0x81) and dmabuf export/import share one registry, see `devmem.rs`.
 //!
 //! Where the model differs from the kernel, by design:
@@ -620,6 +623,13 @@ impl Model {
                 }
                 self.map_one(&mut st, handle, g)?;
             } else {
+                // unmap_bo_from_gpuvm (mainline 6.10+): a mapping a live queue holds
+                // (kfd_queue_acquire_buffers took bo_va->queue_refcount) stays, EBUSY. A BO not
+                // mapped on that GPU is EINVAL first (no VM reserved).
+                let mapped = st.mem.bos.get(&handle).is_some_and(|b| b.mapped & (1u128 << (g % MAX_GPUS)) != 0);
+                if mapped && self.queue_holds_bo(&st, g, handle) {
+                    return Err(EBUSY);
+                }
                 Self::unmap_one(&mut st, handle, g)?;
             }
             *n_success = i as u32 + 1;

@@ -25,8 +25,11 @@
 //!   ENOSPC; 1024 queue ids per process → ENOMEM; SDMA queues are taken from the device's
 //!   engines × queues-per-engine (first free; BY_ENG_ID: first free of that engine) → ENOMEM;
 //!   compute doorbells from the process's 1024 (less the reserved non-CP range) → EBUSY.
+//!   The queue holds the BOs it found (`bo_va->queue_refcount`): unmapping them from its GPU is
+//!   EBUSY until DESTROY_QUEUE (mem.rs asks [`Model::queue_holds_bo`]).
 //! - UPDATE_QUEUE: the same argument checks; unknown queue → EFAULT; a nonzero ring address must
-//!   be mapped exactly as at creation → EFAULT. Ring address 0 or percentage 0 deactivates.
+//!   be mapped exactly as at creation → EFAULT (and its BO is held instead of the old ring's).
+//!   Ring address 0 or percentage 0 deactivates.
 //! - SET_CU_MASK: count 0 or not a multiple of 32 → EINVAL; above 1024 bits → truncated; the
 //!   mask is read with a checked copy → EFAULT; unknown queue → EFAULT; GC 10+: CUs must be
 //!   enabled in pairs → EINVAL; bits past the GPU's active CUs are dropped.
@@ -212,6 +215,15 @@ struct GpuQueues {
     slice: Option<SliceMap>,
 }
 
+/// Handles of the BOs a queue holds: write pointer, read pointer, ring, EOP buffer, CWSR area
+/// (the kernel's `wptr_bo`, `rptr_bo`, `ring_bo`, `eop_buf_bo`, `cwsr_bo`).
+type QueueBos = [Option<u64>; 5];
+const BO_WPTR: usize = 0;
+const BO_RPTR: usize = 1;
+const BO_RING: usize = 2;
+const BO_EOP: usize = 3;
+const BO_CWSR: usize = 4;
+
 /// A live queue.
 #[derive(Clone, Debug)]
 struct Queue {
@@ -231,6 +243,8 @@ struct Queue {
     wptr: u64,
     ctx_va: u64,
     ctl_stack_size: u32,
+    /// The BOs whose mappings on this GPU the queue holds (kfd_queue_acquire_buffers).
+    bos: QueueBos,
     /// Doorbell index in the slice (doorbell-size units).
     doorbell: u32,
     /// (engine, queue on the engine, bit in the allocation bitmap).
@@ -511,17 +525,26 @@ impl Model {
         n
     }
 
-    /// Is `addr` in the first page of a mapping on GPU `g` whose size is `expected` (rounded
-    /// down to pages; 0: any size)? (kfd_queue_buffer_get.)
-    fn queue_buffer_ok(st: &Process, g: usize, addr: u64, expected: u64) -> bool {
+    /// kfd_queue_buffer_get: the BO whose mapping on GPU `g` starts at `addr`'s page and is
+    /// `expected` bytes long (rounded down to pages; 0: any size), if there is one. The queue
+    /// holds it (`bo_va->queue_refcount`) until it is destroyed.
+    fn queue_buffer_get(st: &Process, g: usize, addr: u64, expected: u64) -> Option<u64> {
         let page = addr & !(PAGE - 1);
-        let Some(pt) = st.mem.gpus.get(g).map(|p| &p.pt) else { return false };
-        let Some((&start, pte)) = pt.range(..=page).next_back() else { return false };
+        let pt = &st.mem.gpus.get(g)?.pt;
+        let (&start, pte) = pt.range(..=page).next_back()?;
         if page >= pte.end || start != page {
-            return false;
+            return None;
         }
         let pages = expected / PAGE;
-        pages == 0 || (pte.end - start) / PAGE == pages
+        (pages == 0 || (pte.end - start) / PAGE == pages).then_some(pte.handle)
+    }
+
+    /// Does a live queue of the process `st` on GPU `g` hold the mapping of BO `handle` there
+    /// (kfd_queue_acquire_buffers took `bo_va->queue_refcount`)? Then unmapping it from that
+    /// GPU is refused with EBUSY (unmap_bo_from_gpuvm). Called with `state` held.
+    pub(crate) fn queue_holds_bo(&self, st: &Process, g: usize, handle: u64) -> bool {
+        let t = self.table();
+        t.pid == st.pid && t.instance == st.instance && t.queues.values().any(|q| q.gpu == g && q.bos.contains(&Some(handle)))
     }
 
     /// CREATE_QUEUE.
@@ -592,34 +615,37 @@ impl Model {
         })
     }
 
-    /// kfd_queue_acquire_buffers.
-    fn acquire_buffers(st: &Process, g: usize, n: &NodeQueueProps, p: &Props) -> Result<(), i32> {
+    /// kfd_queue_acquire_buffers: the BOs the queue holds, in `QueueBos` order.
+    fn acquire_buffers(st: &Process, g: usize, n: &NodeQueueProps, p: &Props) -> Result<QueueBos, i32> {
         let compute = p.qtype == KFD_IOC_QUEUE_TYPE_COMPUTE as u32 || p.qtype == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL as u32;
         let aql = p.qtype == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL as u32;
         // AQL rings on gfx7/8 are mapped twice: the mapping is half the announced size.
         let expected_ring = if aql && (70000..90000).contains(&n.gfxv) { p.ring_size / 2 } else { p.ring_size + p.metadata };
-        if !Self::queue_buffer_ok(st, g, p.wptr, PAGE)
-            || !Self::queue_buffer_ok(st, g, p.rptr, PAGE)
-            || !Self::queue_buffer_ok(st, g, p.ring_va, expected_ring)
-        {
-            return Err(EINVAL);
-        }
+        let mut bos: QueueBos = [None; 5];
+        bos[BO_WPTR] = Some(Self::queue_buffer_get(st, g, p.wptr, PAGE).ok_or(EINVAL)?);
+        bos[BO_RPTR] = Some(Self::queue_buffer_get(st, g, p.rptr, PAGE).ok_or(EINVAL)?);
+        bos[BO_RING] = Some(Self::queue_buffer_get(st, g, p.ring_va, expected_ring).ok_or(EINVAL)?);
         if !compute {
-            return Ok(());
+            return Ok(bos);
         }
-        if p.eop_va != 0 && (p.eop_size != u64::from(n.eop_buffer_size) || !Self::queue_buffer_ok(st, g, p.eop_va, p.eop_size)) {
-            return Err(EINVAL);
+        if p.eop_va != 0 {
+            if p.eop_size != u64::from(n.eop_buffer_size) {
+                return Err(EINVAL);
+            }
+            bos[BO_EOP] = Some(Self::queue_buffer_get(st, g, p.eop_va, p.eop_size).ok_or(EINVAL)?);
         }
         if p.ctl_stack_size != n.ctl_stack_size || p.ctx_size < n.cwsr_size {
             return Err(EINVAL);
         }
         let total = align((u64::from(p.ctx_size) + u64::from(n.debug_memory_size)) * u64::from(n.num_xcc), PAGE);
         // Without a matching mapping the kernel tries SVM ranges, which the model does not
-        // have; an empty area (GPUs without CWSR) is what that path accepts.
-        if total != 0 && !Self::queue_buffer_ok(st, g, p.ctx_va, total) {
+        // have; an empty area (GPUs without CWSR) is what that path accepts (a mapping that
+        // starts there is still held: size 0 matches any).
+        bos[BO_CWSR] = Self::queue_buffer_get(st, g, p.ctx_va, total);
+        if total != 0 && bos[BO_CWSR].is_none() {
             return Err(EINVAL);
         }
-        Ok(())
+        Ok(bos)
     }
 
     fn create_queue(&self, a: &mut kfd_ioctl_create_queue_args) -> Result<(), i32> {
@@ -639,7 +665,7 @@ impl Model {
             }
         }
         let slice = self.doorbell_slice(&mut st, g)?;
-        Self::acquire_buffers(&st, g, &n, &p)?;
+        let bos = Self::acquire_buffers(&st, g, &n, &p)?;
         let slice_len = self.gpus[g].doorbell_slice_bytes();
         let dev_fd = self.devmem()?.fd();
 
@@ -744,6 +770,7 @@ impl Model {
                 wptr: p.wptr,
                 ctx_va: p.ctx_va,
                 ctl_stack_size: p.ctl_stack_size,
+                bos,
                 doorbell,
                 sdma,
                 cu_mask: Vec::new(),
@@ -842,10 +869,15 @@ impl Model {
         let q = t.queues.get(&a.queue_id).ok_or(EFAULT)?;
         // An update with ring address 0 disables the queue; any other ring must be mapped as at
         // creation (size without the gfx7/8 AQL halving: the kernel checks the size as given).
-        if a.ring_base_address != 0 && !Self::queue_buffer_ok(&st, q.gpu, a.ring_base_address, ring_size + q.metadata) {
-            return Err(EFAULT);
-        }
+        // The new ring's BO is held instead of the old one (pqm_update_queue_properties); a
+        // disabling update keeps holding the old one.
+        let ring_bo = if a.ring_base_address != 0 {
+            Some(Self::queue_buffer_get(&st, q.gpu, a.ring_base_address, ring_size + q.metadata).ok_or(EFAULT)?)
+        } else {
+            q.bos[BO_RING]
+        };
         let q = t.queues.get_mut(&a.queue_id).ok_or(EFAULT)?;
+        q.bos[BO_RING] = ring_bo;
         q.ring_va = a.ring_base_address;
         q.ring_bytes = ring_size;
         q.percent = a.queue_percentage & 0xff;

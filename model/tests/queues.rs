@@ -879,3 +879,105 @@ fn an_sdma_fence_runs_end_to_end_through_the_watcher() {
     }
     assert_eq!(f.m.queue_info(id).unwrap().progress.error, None);
 }
+
+/// UNMAP_MEMORY_FROM_GPU of `handle` from `ids`: the result and `n_success`.
+fn unmap(m: &Model, handle: u64, ids: &[u32], n_success: u32) -> (Result<(), i32>, u32) {
+    let mut a =
+        kfd_ioctl_unmap_memory_from_gpu_args { handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: ids.len() as u32, n_success };
+    let r = raw(m, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut a);
+    (r, a.n_success)
+}
+
+fn free(m: &Model, handle: u64) -> Result<(), i32> {
+    let mut a = kfd_ioctl_free_memory_of_gpu_args { handle };
+    raw(m, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut a)
+}
+
+/// Mainline 6.10+: kfd_queue_acquire_buffers takes `bo_va->queue_refcount` on the mappings of a
+/// queue's write/read pointer page, ring, EOP buffer and CWSR area in its GPU's VM, and
+/// unmap_bo_from_gpuvm refuses such a mapping with EBUSY until DESTROY_QUEUE drops the count.
+/// FREE of a BO still mapped is EBUSY anyway (amdgpu_amdkfd_gpuvm_free_memory_of_gpu).
+#[test]
+fn queue_memory_stays_mapped_while_the_queue_lives() {
+    let f = setup("mi210");
+    let m = &*f.m;
+    let (g, g1) = (f.ids[0], f.ids[1]);
+    let (ctl_stack, cwsr, debug, xcc) = cwsr_for(f.name);
+    let total = ((u64::from(cwsr) + u64::from(debug)) * xcc).div_ceil(4096) * 4096;
+    let ring = alloc_map(m, g, 0x1000_0000, 64 << 10);
+    let ptrs = alloc_map(m, g, 0x1100_0000, 4096);
+    let eop = alloc_map(m, g, 0x1200_0000, 4096);
+    let ctx = alloc_map(m, g, 0x2000_0000, total);
+    let spare = alloc_map(m, g, 0x3000_0000, 4096);
+    let q = QMem {
+        gpu_id: g,
+        ring: 0x1000_0000,
+        ring_size: 64 << 10,
+        ptrs: 0x1100_0000,
+        eop: 0x1200_0000,
+        ctx: 0x2000_0000,
+        ctx_size: cwsr,
+        ctl_stack,
+    };
+    let id = create(m, &mut args(&q, PM4)).unwrap();
+    for (what, h) in [("ring", ring), ("pointer page", ptrs), ("EOP buffer", eop), ("CWSR area", ctx)] {
+        assert_eq!(unmap(m, h, &[g], 0), (Err(EBUSY), 0), "{what}");
+        assert_eq!(free(m, h), Err(EBUSY), "{what}: still mapped");
+    }
+    // The mapping is intact: the queue's engine still reaches its memory.
+    m.gpu_write(g, q.ring, &[1, 2, 3, 4]).unwrap();
+    // Memory no queue uses comes and goes as before.
+    assert_eq!(unmap(m, spare, &[g], 0), (Ok(()), 1));
+    free(m, spare).unwrap();
+    // The count is per VM: the ring BO mapped on another GPU unmaps there; the devices before
+    // the refusal are done and counted in n_success, so a caller can resume after it.
+    let ids = [g1];
+    let mut mp = kfd_ioctl_map_memory_to_gpu_args { handle: ring, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
+    raw(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut mp).unwrap();
+    assert_eq!(unmap(m, ring, &[g1, g], 0), (Err(EBUSY), 1));
+    assert!(m.gpu_read(g1, q.ring, &mut [0u8; 4]).is_err(), "unmapped from the other GPU");
+    // Not mapped on a GPU: EINVAL comes first there.
+    assert_eq!(unmap(m, ring, &[g1], 0), (Err(EINVAL), 0));
+
+    destroy(m, id).unwrap();
+    assert_eq!(unmap(m, ring, &[g1, g], 1), (Ok(()), 2), "resumed after the queue is gone");
+    for h in [ptrs, eop, ctx] {
+        assert_eq!(unmap(m, h, &[g], 0), (Ok(()), 1));
+    }
+    for h in [ring, ptrs, eop, ctx] {
+        free(m, h).unwrap();
+    }
+}
+
+/// An SDMA queue holds its pointer page and ring only; UPDATE_QUEUE moves the hold to the new
+/// ring (pqm_update_queue_properties), while a disabling update (ring 0) keeps it.
+#[test]
+fn queue_holds_follow_update_queue() {
+    let f = setup("mi210");
+    let m = &*f.m;
+    let g = f.ids[0];
+    let ring_a = alloc_map(m, g, 0x4000_0000, 64 << 10);
+    let ptrs = alloc_map(m, g, 0x4100_0000, 4096);
+    let unused = alloc_map(m, g, 0x4200_0000, 4096);
+    let ring_b = alloc_map(m, g, 0x4300_0000, 64 << 10);
+    let q =
+        QMem { gpu_id: g, ring: 0x4000_0000, ring_size: 64 << 10, ptrs: 0x4100_0000, eop: 0x4200_0000, ctx: 0, ctx_size: 0, ctl_stack: 0 };
+    let id = create(m, &mut args(&q, SDMA)).unwrap();
+    assert_eq!(unmap(m, ring_a, &[g], 0), (Err(EBUSY), 0));
+    assert_eq!(unmap(m, ptrs, &[g], 0), (Err(EBUSY), 0));
+    assert_eq!(unmap(m, unused, &[g], 0), (Ok(()), 1), "SDMA queues take no EOP buffer");
+    assert_eq!(unmap(m, ring_b, &[g], 0), (Ok(()), 1));
+    // A ring that is not mapped: EFAULT, and the hold stays where it was.
+    assert_eq!(update(m, id, 0x4300_0000, 64 << 10, 100, 7), Err(EFAULT));
+    let ids = [g];
+    let mut mp = kfd_ioctl_map_memory_to_gpu_args { handle: ring_b, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
+    raw(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut mp).unwrap();
+    update(m, id, 0x4300_0000, 64 << 10, 100, 7).unwrap();
+    assert_eq!(unmap(m, ring_b, &[g], 0), (Err(EBUSY), 0), "the new ring is held");
+    assert_eq!(unmap(m, ring_a, &[g], 0), (Ok(()), 1), "the old ring is let go");
+    update(m, id, 0, 64 << 10, 100, 7).unwrap();
+    assert_eq!(unmap(m, ring_b, &[g], 0), (Err(EBUSY), 0), "disabling keeps the hold");
+    destroy(m, id).unwrap();
+    assert_eq!(unmap(m, ring_b, &[g], 0), (Ok(()), 1));
+    assert_eq!(unmap(m, ptrs, &[g], 0), (Ok(()), 1));
+}
