@@ -3,15 +3,20 @@
 //! mapping covers, a write to a read-only mapping, or a userptr page the process has since
 //! unmapped is a [`GpuFault`], never a host crash.
 //!
+//! When the BO page table misses, the GPU's SVM view is consulted (`svm.rs`,
+//! `Model::svm_gpu_reach`): SVM ranges the GPU may access are process memory at GPU VA == CPU
+//! VA, reached with checked copies like userptr BOs; a page the CPU unmapped is NotMapped, a
+//! write to a GPU_RO range or a read-only CPU page is ReadOnly.
+//!
 //! Memfd-backed BOs (VRAM, GTT, doorbell, MMIO, imports) are reached through the model's own
 //! shared mapping of the BO (made on first access, like a kernel kmap), so GPU atomics are real
-//! atomics on the same pages the CPU maps. Userptr BOs are process memory reached with checked
-//! copies; their atomics are read-modify-write sequences that are atomic with respect to other
+//! atomics on the same pages the CPU maps. Userptr BOs and SVM memory are process memory reached with
+//! checked copies; their atomics are read-modify-write sequences that are atomic with respect to other
 //! model GPU accesses (which hold the model lock) but not to concurrent CPU atomics.
 
 use crate::devmem::DeviceMemory;
-use crate::mem::{Backing, Bo, MemState};
-use crate::model::{current_pid, Model};
+use crate::mem::{Backing, Bo};
+use crate::model::{current_pid, Model, Process};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -68,25 +73,68 @@ pub enum AtomicOp {
     UMax,
 }
 
-/// One resolved piece of an access: the BO and the offset in it, plus how many bytes of the
-/// access this mapping covers.
+/// Where one piece of an access lands.
+enum Target<'a> {
+    /// A file-backed BO, at this offset in it.
+    Bo(&'a mut Bo, u64),
+    /// Process memory at `addr`: a userptr BO's pages, or (`svm`) an SVM range's, whose GPU VA
+    /// is the CPU address.
+    User { addr: u64, svm: bool },
+}
+
+/// One resolved piece of an access: where it lands, and how many bytes of the access this
+/// mapping covers.
 struct Piece<'a> {
-    bo: &'a mut Bo,
-    bo_off: u64,
+    target: Target<'a>,
     len: usize,
 }
 
-/// The mapping of `va` on GPU `g` with room for up to `want` bytes.
-fn resolve<'a>(mem: &'a mut MemState, g: usize, va: u64, want: usize, write: bool) -> Result<Piece<'a>, GpuFaultKind> {
-    let pt = &mem.gpus[g].pt;
-    let (start, pte) = pt.range(..=va).next_back().filter(|(_, p)| va < p.end).ok_or(GpuFaultKind::NotMapped)?;
-    if write && !pte.writable {
-        return Err(GpuFaultKind::ReadOnly);
+impl Model {
+    /// The mapping of `va` on GPU `g` with room for up to `want` bytes: the GPU's BO page
+    /// table first, then its SVM view (`svm.rs`, [`Model::svm_gpu_reach`]). Both lookups are
+    /// O(log n) and allocate nothing.
+    fn resolve<'a>(&self, st: &'a mut Process, g: usize, va: u64, want: usize, write: bool) -> Result<Piece<'a>, GpuFaultKind> {
+        let pt = &st.mem.gpus[g].pt;
+        let hit = pt.range(..=va).next_back().filter(|(_, p)| va < p.end).map(|(&start, &pte)| (start, pte));
+        if let Some((start, pte)) = hit {
+            if write && !pte.writable {
+                return Err(GpuFaultKind::ReadOnly);
+            }
+            let len = ((pte.end - va) as u128).min(want as u128) as usize;
+            let bo_off = pte.bo_offset + (va - start);
+            let bo = st.mem.bos.get_mut(&pte.handle).ok_or(GpuFaultKind::NotMapped)?;
+            let target = match bo.backing {
+                Backing::User { addr } => Target::User { addr: addr + bo_off, svm: false },
+                _ => Target::Bo(bo, bo_off),
+            };
+            return Ok(Piece { target, len });
+        }
+        // Not a BO mapping on this GPU: SVM memory, up to the next BO mapping at most.
+        let next_bo = pt.range(va..).next().map_or(u64::MAX, |(&s, _)| s);
+        let (end, writable) = self.svm_gpu_reach(st, g, va).ok_or(GpuFaultKind::NotMapped)?;
+        if write && !writable {
+            return Err(GpuFaultKind::ReadOnly);
+        }
+        let len = ((end.min(next_bo) - va) as u128).min(want as u128) as usize;
+        Ok(Piece { target: Target::User { addr: va, svm: true }, len })
     }
-    let len = ((pte.end - va) as u128).min(want as u128) as usize;
-    let bo_off = pte.bo_offset + (va - start);
-    let bo = mem.bos.get_mut(&pte.handle).ok_or(GpuFaultKind::NotMapped)?;
-    Ok(Piece { bo, bo_off, len })
+}
+
+/// The fault of a checked copy to or from process memory that failed at `addr`. A userptr page
+/// the process unmapped is a host fault (the BO mapping stays). SVM memory follows the CPU's
+/// mappings (svm_range_validate_and_map): a page the CPU no longer maps (svm_range_unmap_from_cpu)
+/// or maps without read permission is not mapped on the GPU, and one the CPU maps read-only is
+/// mapped read-only (`readonly = !(vma->vm_flags & VM_WRITE)`).
+fn user_fault(addr: u64, svm: bool, write: bool) -> GpuFaultKind {
+    if !svm {
+        return GpuFaultKind::HostFault;
+    }
+    let mut probe = [0u8; 1];
+    if write && copy_from_user(&mut probe, addr as usize).is_ok() {
+        GpuFaultKind::ReadOnly
+    } else {
+        GpuFaultKind::NotMapped
+    }
 }
 
 /// The model's mapping of a memfd-backed BO: its address.
@@ -124,7 +172,7 @@ impl Model {
         let mut done = 0usize;
         while done < len {
             let at = va.checked_add(done as u64).ok_or(fault(u64::MAX, GpuFaultKind::NotMapped))?;
-            let piece = resolve(&mut st.mem, g, at, len - done, write).map_err(|k| fault(at, k))?;
+            let piece = self.resolve(&mut st, g, at, len - done, write).map_err(|k| fault(at, k))?;
             let n = piece.len;
             f(dev, piece, done).map_err(|k| fault(at, k))?;
             done += n;
@@ -137,13 +185,13 @@ impl Model {
         let buf_len = buf.len();
         self.gpu_access(gpu_id, va, buf_len, false, |dev, p, done| {
             let dst = &mut buf[done..done + p.len];
-            match p.bo.backing {
-                Backing::User { addr } => copy_from_user(dst, (addr + p.bo_off) as usize).map_err(|_| GpuFaultKind::HostFault),
-                _ => {
-                    let base = kmap(dev, p.bo)?;
-                    // SAFETY: the mapping covers the whole BO and `bo_off + len` lies inside
-                    // it (the page table entry is within the BO); `dst` is a distinct buffer.
-                    unsafe { std::ptr::copy_nonoverlapping((base + p.bo_off as usize) as *const u8, dst.as_mut_ptr(), p.len) };
+            match p.target {
+                Target::User { addr, svm } => copy_from_user(dst, addr as usize).map_err(|_| user_fault(addr, svm, false)),
+                Target::Bo(bo, off) => {
+                    let base = kmap(dev, bo)?;
+                    // SAFETY: the mapping covers the whole BO and `off + len` lies inside it
+                    // (the page table entry is within the BO); `dst` is a distinct buffer.
+                    unsafe { std::ptr::copy_nonoverlapping((base + off as usize) as *const u8, dst.as_mut_ptr(), p.len) };
                     Ok(())
                 }
             }
@@ -154,12 +202,12 @@ impl Model {
     pub fn gpu_write(&self, gpu_id: u32, va: u64, data: &[u8]) -> Result<(), GpuFault> {
         self.gpu_access(gpu_id, va, data.len(), true, |dev, p, done| {
             let src = &data[done..done + p.len];
-            match p.bo.backing {
-                Backing::User { addr } => copy_to_user((addr + p.bo_off) as usize, src).map_err(|_| GpuFaultKind::HostFault),
-                _ => {
-                    let base = kmap(dev, p.bo)?;
+            match p.target {
+                Target::User { addr, svm } => copy_to_user(addr as usize, src).map_err(|_| user_fault(addr, svm, true)),
+                Target::Bo(bo, off) => {
+                    let base = kmap(dev, bo)?;
                     // SAFETY: as in `gpu_read`, with the mapping writable and `src` distinct.
-                    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), (base + p.bo_off as usize) as *mut u8, p.len) };
+                    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), (base + off as usize) as *mut u8, p.len) };
                     Ok(())
                 }
             }
@@ -222,17 +270,17 @@ impl Model {
             if p.len != size {
                 return Err(GpuFaultKind::Misaligned);
             }
-            match p.bo.backing {
-                Backing::User { addr } => {
-                    let at = (addr + p.bo_off) as usize;
+            match p.target {
+                Target::User { addr, svm } => {
+                    let at = addr as usize;
                     let mut b = [0u8; 8];
-                    copy_from_user(&mut b[..size], at).map_err(|_| GpuFaultKind::HostFault)?;
+                    copy_from_user(&mut b[..size], at).map_err(|_| user_fault(addr, svm, false))?;
                     old = u64::from_ne_bytes(b);
                     let new = f(old).to_ne_bytes();
-                    copy_to_user(at, &new[..size]).map_err(|_| GpuFaultKind::HostFault)
+                    copy_to_user(at, &new[..size]).map_err(|_| user_fault(addr, svm, true))
                 }
-                _ => {
-                    let ptr = kmap(dev, p.bo)? + p.bo_off as usize;
+                Target::Bo(bo, off) => {
+                    let ptr = kmap(dev, bo)? + off as usize;
                     old = if size == 4 {
                         // SAFETY: `ptr` is 4-aligned (page-aligned mapping, aligned VA and
                         // page-aligned mapping starts) and inside the live BO mapping, which

@@ -9,13 +9,24 @@
 //! request as the kernel does (locations UNDEFINED when the pieces differ, flags AND / OR,
 //! granularity min, access ANDed per GPU); the argument rules and errnos.
 //!
+//! GPU access: the engines reach SVM memory through [`Model::svm_gpu_reach`], a per-GPU view
+//! derived from the ranges' attributes that the GPU accessors (`gpu.rs`) consult when the GPU's
+//! BO page table misses. It is computed at each access, so a SET that removes access, or the
+//! release of the process's model state (which drops the ranges), takes the memory out of the
+//! GPU's view at once, like svm_range_unmap_from_gpus.
+//!
 //! Where the model differs, on purpose:
 //! - The kernel never merges ranges; the model merges adjacent pieces whose attributes are
 //!   equal. No answer can tell (GET combines the pieces it finds; an equal neighbour changes
 //!   none of AND, OR, min or "all the same"), and the map stays small.
-//! - No migration, no GPU page-table mapping of SVM ranges, no resident-memory accounting
-//!   (the kernel's ENOMEM when a range exceeds the system memory limit with XNACK off), no
-//!   removal of ranges when the CPU unmaps them (the kernel's MMU notifier).
+//! - No migration (ranges stay in system memory: the GPU reads and writes the process's own
+//!   pages), no resident-memory accounting (the kernel's ENOMEM when a range exceeds the system
+//!   memory limit with XNACK off), no removal of ranges when the CPU unmaps them (the kernel's
+//!   MMU notifier): a GPU access to pages the CPU unmapped faults NotMapped all the same.
+//! - With XNACK on, a GPU access to process memory outside every range is served without
+//!   creating a range (the kernel's svm_range_create_unregistered_range records one, with the
+//!   defaults GET already answers for a gap; for heap and stack VMAs it also sets the
+//!   preferred location to SYSMEM, which the model does not).
 //! - An unknown `op` answers EINVAL; the kernel returns a positive 22 from the ioctl (a bug:
 //!   `r = EINVAL` in svm_ioctl), which ioctl(2) hands back as a "success" value of 22.
 //! - A range whose end wraps past 2^64 is EFAULT (the VMA walk cannot cover it).
@@ -120,7 +131,12 @@ fn noretry_default(gc: (u32, u32, u32)) -> bool {
 /// `supported` false asks for the default mode (at process creation), true whether XNACK on
 /// may be chosen (SET_XNACK_MODE).
 pub fn xnack_mode(gfx_versions: &[(u32, u32, u32)], supported: bool) -> bool {
-    for &gfx in gfx_versions {
+    xnack_mode_of(gfx_versions.iter().copied(), supported)
+}
+
+/// [`xnack_mode`] over any sequence of gfx versions (no allocation: GPU accesses ask it).
+fn xnack_mode_of(gfx_versions: impl Iterator<Item = (u32, u32, u32)>, supported: bool) -> bool {
+    for gfx in gfx_versions {
         let gc = gc_version(gfx);
         if !soc15(gc) {
             continue;
@@ -214,7 +230,7 @@ fn set_attr_at(buf: &mut [u8], i: usize, a: &kfd_ioctl_svm_attribute) {
 impl Model {
     /// The GPU indexes whose SVM API works (KFD_IS_SVM_API_SUPPORTED: SOC15 dGPUs with device
     /// memory migration; all the model's GFX9+ GPUs).
-    fn svm_supported(&self) -> u128 {
+    pub(crate) fn svm_supported(&self) -> u128 {
         self.gpus.iter().enumerate().filter(|(_, g)| soc15(gc_version(g.gfx_version))).fold(0u128, |m, (i, _)| m | (1u128 << i))
     }
 
@@ -224,7 +240,60 @@ impl Model {
 
     /// The process's XNACK mode: the one SET_XNACK_MODE chose, else the kernel's default.
     pub(crate) fn xnack_enabled(&self, st: &Process) -> bool {
-        st.svm.xnack.unwrap_or_else(|| xnack_mode(&self.gfx_versions(), false))
+        st.svm.xnack.unwrap_or_else(|| xnack_mode_of(self.gpus.iter().map(|g| g.gfx_version), false))
+    }
+
+    /// The SVM view of GPU index `g` at `va`, consulted by the GPU accessors (`gpu.rs`) after
+    /// the GPU's BO page table missed: `Some((end, writable))` when GPU `g` reaches `va` through
+    /// an SVM range (GPU VA == CPU VA), up to `end` (exclusive; the range's end, or for XNACK
+    /// memory with no range the next range's start). O(log n), no allocation. The rules:
+    ///
+    /// - A range: GPU `g` reaches it when its ACCESS or ACCESS_IN_PLACE bit is set. With XNACK
+    ///   off, svm_range_validate_and_map maps exactly those GPUs (`bitmap_access |
+    ///   bitmap_aip`). With XNACK on it maps eagerly only some of them (in-place GPUs, the
+    ///   actual location's GPU, or every ACCESS GPU with GPU_ALWAYS_MAPPED or once mapped) and
+    ///   the others fault the pages in on their first access (svm_range_restore_pages), which
+    ///   svm_range_best_restore_location allows only for ACCESS or ACCESS_IN_PLACE GPUs (else
+    ///   -1: the fault is not recovered). The model resolves a retry fault at the access, so
+    ///   both modes reach the same set; GPU_ALWAYS_MAPPED changes only when the kernel maps.
+    ///   NO_ACCESS (both bits clear) is not reached.
+    /// - Writable unless the range has GPU_RO (svm_range_get_pte_flags). A page the CPU maps
+    ///   read-only or not at all is judged at the copy (see `gpu.rs`).
+    /// - No range, XNACK on: svm_range_restore_pages creates one
+    ///   (svm_range_create_unregistered_range, svm_range_new: ACCESS for every SVM-capable GPU)
+    ///   where the address lies in a VMA; the model reaches the memory without recording a
+    ///   range (GET over a gap already answers those defaults), except where a GPU VM of the
+    ///   process maps a BO (svm_range_check_vm; the kernel's userptr check,
+    ///   svm_range_check_vm_userptr, is not modelled). No range, XNACK off: nothing.
+    pub(crate) fn svm_gpu_reach(&self, st: &Process, g: usize, va: u64) -> Option<(u64, bool)> {
+        let bit = 1u128.checked_shl(g as u32)?;
+        let page = va >> PAGE_SHIFT;
+        let ranges = &st.svm.ranges;
+        if let Some((_, &(last, a))) = ranges.range(..=page).next_back().filter(|(_, (l, _))| *l >= page) {
+            if (a.access | a.access_in_place) & bit == 0 {
+                return None;
+            }
+            let end = (last + 1).saturating_mul(1 << PAGE_SHIFT);
+            return Some((end, a.flags & KFD_IOCTL_SVM_FLAG_GPU_RO as u32 == 0));
+        }
+        if !self.xnack_enabled(st) || self.svm_supported() & bit == 0 {
+            return None;
+        }
+        let mut end = ranges.range(page..).next().map_or(u64::MAX, |(&s, _)| s.saturating_mul(1 << PAGE_SHIFT));
+        // svm_range_create_unregistered_range: no range where a GPU VM of the process maps a
+        // BO (svm_range_check_vm); the memory ends where the next such mapping starts.
+        for (per, vm) in st.mem.gpus.iter().zip(&st.vms) {
+            if vm.is_none() {
+                continue;
+            }
+            if per.pt.range(..=va).next_back().is_some_and(|(_, pte)| pte.end > va) {
+                return None;
+            }
+            if let Some((&s, _)) = per.pt.range(va..).next() {
+                end = end.min(s);
+            }
+        }
+        Some((end, true))
     }
 
     pub(crate) fn ioctl_set_xnack_mode(&self, buf: &mut [u8]) -> Result<(), i32> {
