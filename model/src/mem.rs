@@ -1,7 +1,8 @@
 //! Per-process memory state and the memory ioctls, following kfd_chardev.c and
 //! amdgpu_amdkfd_gpuvm.c (the rules are listed below):
 //!
-//! - ALLOC_MEMORY_OF_GPU: size 0 → EINVAL; unknown gpu → EINVAL; PUBLIC VRAM on a small-BAR GPU →
+//! - ALLOC_MEMORY_OF_GPU: size 0 → EINVAL; a VA (or userptr address) an SVM range covers →
+//!   EADDRINUSE; unknown gpu → EINVAL; PUBLIC VRAM on a small-BAR GPU →
 //!   EINVAL; no VM acquired → ENODEV; DOORBELL size ≠ the process doorbell slice, MMIO_REMAP size ≠
 //!   a page → EINVAL; no type bit, or USERPTR with mmap_offset 0 → EINVAL; accounting → ENOMEM;
 //!   a userptr range that is not mapped → EFAULT (read-only → EPERM). The VA is not checked here.
@@ -397,6 +398,11 @@ impl Model {
         }
         let flags = a.flags;
         let mut st = self.lock();
+        // kfd_ioctl_alloc_memory_of_gpu: memory an SVM range already covers, by GPU VA (or, for
+        // a userptr, by CPU address) → EADDRINUSE, before the GPU is even looked up.
+        if Model::svm_overlaps(&st, a.va_addr, a.size) || (flags & F_USERPTR != 0 && Model::svm_overlaps(&st, a.mmap_offset, a.size)) {
+            return Err(libc::EADDRINUSE);
+        }
         let gpu = self.gpu_index(a.gpu_id).ok_or(EINVAL)?;
         if flags & F_PUBLIC != 0 && flags & F_VRAM != 0 && !self.gpus[gpu].large_bar() {
             return Err(EINVAL);

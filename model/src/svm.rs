@@ -296,6 +296,14 @@ impl Model {
         Some((end, true))
     }
 
+    /// Does an SVM range of the process cover any page of `[start, start + size)`?
+    /// (ALLOC_MEMORY_OF_GPU answers EADDRINUSE for such a VA, and for such a userptr.)
+    pub(crate) fn svm_overlaps(st: &Process, start: u64, size: u64) -> bool {
+        let first = start >> PAGE_SHIFT;
+        let last = start.saturating_add(size.max(1) - 1) >> PAGE_SHIFT;
+        st.svm.ranges.range(..=last).next_back().is_some_and(|(_, &(l, _))| l >= first)
+    }
+
     pub(crate) fn ioctl_set_xnack_mode(&self, buf: &mut [u8]) -> Result<(), i32> {
         let mut a: kfd_ioctl_set_xnack_mode_args = get(buf);
         let mut st = self.lock();

@@ -361,6 +361,29 @@ fn memory_mapped_to_a_gpu_is_in_use() {
     assert_eq!(set(m, f.mem.page(10), PAGE, &[attr(GRAN, 1)]), Ok(()), "the page after it");
 }
 
+/// kfd_ioctl_alloc_memory_of_gpu: a BO at a GPU VA an SVM range covers, or a userptr over CPU
+/// pages an SVM range covers, is EADDRINUSE; next to the range it is fine.
+#[test]
+fn memory_an_svm_range_covers_cannot_become_a_bo() {
+    let f = setup("mi210");
+    let (m, g) = (&f.m, &f.ids);
+    assert_eq!(set(m, f.mem.page(4), 2 * PAGE, &[attr(GRAN, 1)]), Ok(()));
+    let gtt = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
+    let userptr = (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
+    let alloc = |va: u64, size: u64, mmap_offset: u64, flags: u32| {
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: va, size, handle: 0, mmap_offset, gpu_id: g[0], flags };
+        raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a)
+    };
+    // By GPU VA: the last page of the BO overlaps the range's first page.
+    assert_eq!(alloc(f.mem.page(3), 2 * PAGE, 0, gtt), Err(EADDRINUSE));
+    // A userptr whose CPU pages overlap (its GPU VA elsewhere), and one whose VA does.
+    assert_eq!(alloc(0x7f10_0000_0000, PAGE, f.mem.page(5), userptr), Err(EADDRINUSE));
+    assert_eq!(alloc(f.mem.page(5), PAGE, f.mem.page(0), userptr), Err(EADDRINUSE));
+    // Next to the range.
+    assert_eq!(alloc(f.mem.page(6), PAGE, f.mem.page(6), userptr), Ok(()));
+    assert_eq!(alloc(f.mem.page(2), 2 * PAGE, 0, gtt), Ok(()));
+}
+
 #[test]
 fn bo_cpu_mappings_are_device_memory() {
     let f = setup("mi210");
