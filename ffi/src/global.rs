@@ -71,8 +71,9 @@ impl Drop for ThunkGuard {
 /// One lock for the process-wide thunk.
 static THUNK: ThunkLock = ThunkLock::new();
 
+/// The caller's pid (fork detection on every call): cached, refreshed in a forked child.
 pub fn pid() -> u32 {
-    std::process::id()
+    hsakmt_linux::pid()
 }
 
 pub fn thunk() -> ThunkGuard {

@@ -200,7 +200,7 @@ impl Kfd for PluginKfd {
     }
 
     fn process_id(&self) -> u32 {
-        std::process::id()
+        hsakmt_linux::pid()
     }
 
     fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), Errno> {

@@ -2,6 +2,9 @@
 //! `/dev/dri/renderD<minor>`, and the KFD topology and CPU trees in sysfs.
 
 pub mod drm;
+mod pid;
+
+pub use pid::pid;
 
 use hsakmt_core::{Backend, Errno, GemVaOp, Kfd, SysTree};
 use rustix::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
@@ -247,7 +250,7 @@ impl Kfd for DevKfd {
     }
 
     fn process_id(&self) -> u32 {
-        rustix::process::getpid().as_raw_nonzero().get() as u32
+        pid()
     }
 
     fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), Errno> {

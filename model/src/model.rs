@@ -177,7 +177,7 @@ pub(crate) struct Process {
 impl Process {
     pub(crate) fn new(n_gpus: usize) -> Process {
         Process {
-            pid: rustix::process::getpid().as_raw_nonzero().get() as u32,
+            pid: current_pid(),
             runtime: Runtime::Disabled,
             vms: (0..n_gpus).map(|_| None).collect(),
             renders: HashMap::new(),
@@ -250,8 +250,10 @@ fn host_memory_bytes() -> u64 {
     16 << 30
 }
 
+/// The caller's pid, checked by every ioctl (the KFD's "wrong process" rule). Cached, with a
+/// fork handler refreshing it, so the check costs no system call.
 pub(crate) fn current_pid() -> u32 {
-    rustix::process::getpid().as_raw_nonzero().get() as u32
+    hsakmt_linux::pid()
 }
 
 impl Model {
