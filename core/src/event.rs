@@ -151,13 +151,9 @@ pub struct EventDesc {
 /// WAIT_EVENTS on `data` (the caller holds no thunk lock): SUCCESS, WAIT_TIMEOUT, or ERROR
 /// (a KFD failure: an unknown or destroyed event). Allocates nothing.
 pub fn wait(kfd: &dyn Kfd, data: &mut [EventData], wait_all: bool, milliseconds: u32) -> KmtResult<()> {
-    let mut a: kfd_ioctl_wait_events_args = FromZeros::new_zeroed();
-    a.events_ptr = data.as_mut_ptr() as u64;
-    a.num_events = u32::try_from(data.len()).map_err(|_| Status::INVALID_PARAMETER)?;
-    a.wait_for_all = u32::from(wait_all);
-    a.timeout = milliseconds;
-    ioctl_typed(kfd, AMDKFD_IOC_WAIT_EVENTS, &mut a).map_err(|_| Status::ERROR)?;
-    if a.wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT as u32 {
+    u32::try_from(data.len()).map_err(|_| Status::INVALID_PARAMETER)?;
+    let wait_result = kfd.wait_events(data, wait_all, milliseconds).map_err(|_| Status::ERROR)?;
+    if wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT as u32 {
         return Err(Status::WAIT_TIMEOUT);
     }
     Ok(())

@@ -3,8 +3,10 @@
 //! in-process. Core issues raw KFD ioctls as (request, argument bytes) and reads topology
 //! files; it never performs I/O of its own.
 
+use crate::abi::kfd::{kfd_ioctl_wait_events_args, AMDKFD_IOC_WAIT_EVENTS};
+use crate::event::EventData;
 use crate::status::Errno;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// Which read-only file tree a path is relative to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +92,20 @@ pub trait Kfd: Send + Sync {
     /// Count the entries named 0, 1, 2, ... (the numbered subdirectories) of a directory of
     /// `tree`. A missing directory is `Err(ENOENT)`.
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno>;
+
+    /// AMDKFD_IOC_WAIT_EVENTS on `data` (what `events_ptr` and `num_events` would point at):
+    /// `Ok(wait_result)`, or the errno. The default issues the ioctl; a model that runs in this
+    /// process may read and write `data` directly, sparing the checked user copies a raw
+    /// pointer needs (the slice is valid by construction).
+    fn wait_events(&self, data: &mut [EventData], wait_all: bool, timeout_ms: u32) -> Result<u32, Errno> {
+        let mut a: kfd_ioctl_wait_events_args = FromZeros::new_zeroed();
+        a.events_ptr = data.as_mut_ptr() as u64;
+        a.num_events = u32::try_from(data.len()).map_err(|_| Errno(Errno::EINVAL))?;
+        a.wait_for_all = u32::from(wait_all);
+        a.timeout = timeout_ms;
+        self.ioctl(AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes())?;
+        Ok(a.wait_result)
+    }
 
     /// The calling process's id (for fork detection).
     fn process_id(&self) -> u32;

@@ -149,7 +149,10 @@ unsafe fn wait_one(name: &'static str, ev: *mut HsaEvent, ms: u32, age: *mut u64
 /// As hsaKmtWaitOnMultipleEvents_Ext.
 unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all: bool, ms: u32, ages: *mut u64) -> HSAKMT_STATUS {
     guard(name, || {
-        with_ctx(|_| Ok(()))?;
+        // One thunk lock for the open check and the entries (a second lock and pid check per
+        // wait showed in the wake round trip).
+        let t = thunk();
+        let c = t.ctx(pid())?;
         if evs.is_null() {
             return Err(Status::INVALID_HANDLE);
         }
@@ -176,20 +179,17 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             (&mut data_heap, &mut types_heap)
         };
         // Under the lock: ids, types and the port. Then wait without it.
-        let kfd = {
-            let t = thunk();
-            let c = t.ctx(pid())?;
-            for (i, (d, ty)) in data.iter_mut().zip(types.iter_mut()).enumerate() {
-                let (id, t) = c.event_wait_entry(handle(ptrs[i])?)?;
-                let age = match &ages {
-                    Some(a) if t == HSA_EVENTTYPE_SIGNAL => a[i],
-                    _ => 0,
-                };
-                *d = EventData::new(id, age);
-                *ty = t;
-            }
-            c.kfd_shared()
-        };
+        for (i, (d, ty)) in data.iter_mut().zip(types.iter_mut()).enumerate() {
+            let (id, event_type) = c.event_wait_entry(handle(ptrs[i])?)?;
+            let age = match &ages {
+                Some(a) if event_type == HSA_EVENTTYPE_SIGNAL => a[i],
+                _ => 0,
+            };
+            *d = EventData::new(id, age);
+            *ty = event_type;
+        }
+        let kfd = c.kfd_shared();
+        drop(t);
         let mut result = event::wait(&*kfd, data, all, ms);
         drop(kfd);
         // Exception data only exists for memory and HW-exception events: skip the lock otherwise.

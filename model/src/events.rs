@@ -33,7 +33,7 @@
 //!   starts with none; destroying an event wakes its waiters with a failure.
 
 use crate::kfd::{get, put, KMALLOC_MAX};
-use crate::model::Model;
+use crate::model::{current_pid, Model};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
 use std::collections::{BTreeSet, HashMap};
@@ -48,6 +48,7 @@ const ENOMEM: i32 = libc::ENOMEM;
 const ENOSPC: i32 = libc::ENOSPC;
 const ENODEV: i32 = libc::ENODEV;
 const EIO: i32 = libc::EIO;
+const EBADF: i32 = libc::EBADF;
 
 /// Slots of a full event page (KFD_SIGNAL_EVENT_LIMIT).
 pub const SIGNAL_EVENT_LIMIT: usize = KFD_SIGNAL_EVENT_LIMIT as usize;
@@ -236,11 +237,40 @@ struct Waiter {
     live: bool,
 }
 
-fn read_event_data(ptr: u64, i: usize) -> Result<[u8; EVENT_DATA_SIZE], i32> {
-    let mut b = [0u8; EVENT_DATA_SIZE];
-    let at = (ptr as usize).checked_add(i * EVENT_DATA_SIZE).ok_or(EFAULT)?;
-    copy_from_user(&mut b, at).map_err(|_| EFAULT)?;
-    Ok(b)
+/// Where a wait's `kfd_event_data` array lives.
+pub(crate) enum EventArray<'a> {
+    /// `events_ptr` of the ioctl: a user address, every access checked (EFAULT).
+    User(u64),
+    /// The array of an in-process caller (`Kfd::wait_events`): a Rust slice of `num_events`
+    /// elements, valid by construction, so plain copies suffice (no system call).
+    Slice(&'a mut [u8]),
+}
+
+impl EventArray<'_> {
+    fn read(&self, i: usize) -> Result<[u8; EVENT_DATA_SIZE], i32> {
+        let mut b = [0u8; EVENT_DATA_SIZE];
+        let off = i.checked_mul(EVENT_DATA_SIZE).ok_or(EFAULT)?;
+        match self {
+            EventArray::User(ptr) => {
+                let at = (*ptr as usize).checked_add(off).ok_or(EFAULT)?;
+                copy_from_user(&mut b, at).map_err(|_| EFAULT)?;
+            }
+            EventArray::Slice(s) => b.copy_from_slice(s.get(off..off + EVENT_DATA_SIZE).ok_or(EFAULT)?),
+        }
+        Ok(b)
+    }
+
+    /// Write `src` at the start of element `i`.
+    fn write(&mut self, i: usize, src: &[u8]) -> Result<(), i32> {
+        let off = i.checked_mul(EVENT_DATA_SIZE).ok_or(EFAULT)?;
+        match self {
+            EventArray::User(ptr) => copy_to_user((*ptr as usize).checked_add(off).ok_or(EFAULT)?, src).map_err(|_| EFAULT),
+            EventArray::Slice(s) => {
+                s.get_mut(off..off + src.len()).ok_or(EFAULT)?.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
 }
 
 impl Model {
@@ -387,10 +417,32 @@ impl Model {
     /// WAIT_EVENTS.
     pub(crate) fn ioctl_wait_events(&self, buf: &mut [u8]) -> Result<(), i32> {
         let mut a: kfd_ioctl_wait_events_args = get(buf);
+        let ptr = a.events_ptr;
+        let ret = self.wait_events_on(&mut a, EventArray::User(ptr));
+        put(buf, &a);
+        ret
+    }
+
+    /// WAIT_EVENTS for an in-process caller (`Kfd::wait_events`): the ioctl's checks (the
+    /// caller's process) and rules, on `data` (`kfd_event_data` elements) in place of
+    /// `events_ptr`. Returns the wait result.
+    pub(crate) fn wait_events_in_process(&self, data: &mut [u8], wait_all: bool, timeout: u32) -> Result<u32, i32> {
+        if self.lock().pid != current_pid() {
+            return Err(EBADF); // as ioctl_arg: "Using KFD FD in wrong process"
+        }
+        let mut a = kfd_ioctl_wait_events_args::new_zeroed();
+        a.events_ptr = data.as_ptr() as u64;
+        a.num_events = u32::try_from(data.len() / EVENT_DATA_SIZE).map_err(|_| EINVAL)?;
+        a.wait_for_all = u32::from(wait_all);
+        a.timeout = timeout;
+        self.wait_events_on(&mut a, EventArray::Slice(data))?;
+        Ok(a.wait_result)
+    }
+
+    fn wait_events_on(&self, a: &mut kfd_ioctl_wait_events_args, mut array: EventArray<'_>) -> Result<(), i32> {
         let n = a.num_events as usize;
         if u64::from(a.num_events) * WAITER_KERNEL_SIZE > KMALLOC_MAX {
             a.wait_result = RESULT_FAIL;
-            put(buf, &a);
             return Err(ENOMEM);
         }
         let mut stack = [Waiter::default(); STACK_WAITERS];
@@ -401,12 +453,11 @@ impl Model {
             heap = vec![Waiter::default(); n];
             &mut heap
         };
-        let (ret, result) = self.wait(&a, waiters);
+        let (ret, result) = self.wait(a, &mut array, waiters);
         a.wait_result = match ret {
             Err(_) => RESULT_FAIL,
             Ok(()) => result,
         };
-        put(buf, &a);
         match ret {
             Err(e) => Err(e),
             Ok(()) if result == RESULT_FAIL => Err(EIO),
@@ -414,7 +465,7 @@ impl Model {
         }
     }
 
-    fn wait(&self, a: &kfd_ioctl_wait_events_args, waiters: &mut [Waiter]) -> (Result<(), i32>, u32) {
+    fn wait(&self, a: &kfd_ioctl_wait_events_args, array: &mut EventArray<'_>, waiters: &mut [Waiter]) -> (Result<(), i32>, u32) {
         let all = a.wait_for_all != 0;
         // Event ages arrived with KFD 1.14; before, the field is ignored.
         let ages = self.config.kfd_version >= (1, 14);
@@ -423,7 +474,7 @@ impl Model {
         let mut result = RESULT_FAIL;
         'init: {
             for (i, w) in waiters.iter_mut().enumerate() {
-                let data = match read_event_data(a.events_ptr, i) {
+                let data = match array.read(i) {
                     Ok(d) => d,
                     Err(e) => {
                         ret = Err(e);
@@ -473,7 +524,7 @@ impl Model {
                 st.sleepers -= 1;
             }
             if result == RESULT_COMPLETE {
-                ret = copy_signaled_data(&st, waiters, a.events_ptr);
+                ret = copy_signaled_data(&st, waiters, array);
             }
         }
         // Dequeue (the kernel's free_waiters).
@@ -608,20 +659,18 @@ fn test(st: &EventState, waiters: &mut [Waiter], all: bool) -> u32 {
 }
 
 /// copy_signaled_event_data: exception data of activated events, ages of age-enabled ones.
-fn copy_signaled_data(st: &EventState, waiters: &[Waiter], ptr: u64) -> Result<(), i32> {
+fn copy_signaled_data(st: &EventState, waiters: &[Waiter], array: &mut EventArray<'_>) -> Result<(), i32> {
     for (i, w) in waiters.iter().enumerate() {
         let ev = st.events.get(&w.id).filter(|e| e.serial == w.serial).ok_or(EINVAL)?;
         if !w.activated {
             continue;
         }
-        let at = (ptr as usize).checked_add(i * EVENT_DATA_SIZE).ok_or(EFAULT)?;
-        let r = match (ev.ty, ev.memory_exception, ev.hw_exception) {
-            (TYPE_MEMORY, Some(m), _) => copy_to_user(at, m.as_bytes()),
-            (TYPE_HW_EXCEPTION, _, Some(h)) => copy_to_user(at, h.as_bytes()),
-            (TYPE_SIGNAL, _, _) if w.age_enabled => copy_to_user(at, &ev.age.to_ne_bytes()),
-            _ => Ok(()),
-        };
-        r.map_err(|_| EFAULT)?;
+        match (ev.ty, ev.memory_exception, ev.hw_exception) {
+            (TYPE_MEMORY, Some(m), _) => array.write(i, m.as_bytes())?,
+            (TYPE_HW_EXCEPTION, _, Some(h)) => array.write(i, h.as_bytes())?,
+            (TYPE_SIGNAL, _, _) if w.age_enabled => array.write(i, &ev.age.to_ne_bytes())?,
+            _ => {}
+        }
     }
     Ok(())
 }

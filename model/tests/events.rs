@@ -345,3 +345,54 @@ fn ages_need_kfd_1_14() {
     assert_eq!(wait_data(&m, &mut d, true, 0), (Ok(()), TIMEOUT));
     assert_eq!(age_of(&d[0]), 1);
 }
+
+/// `Kfd::wait_events` (the port's typed WAIT_EVENTS, which reads the caller's slice directly)
+/// answers as the ioctl does: results, ages and exception data copied back, errnos.
+#[test]
+fn the_in_process_wait_follows_the_ioctl_rules() {
+    use hsakmt_core::event::EventData;
+    use hsakmt_core::{Errno, Kfd};
+    let f = setup();
+    let port: &dyn Kfd = &*f.m;
+    let e = create(&f.m, SIGNAL, true);
+    let other = create(&f.m, SIGNAL, true);
+    let mut d = [EventData::new(e, 1)];
+    assert_eq!(port.wait_events(&mut d, true, 0), Ok(TIMEOUT));
+    assert_eq!(d[0].last_event_age(), 1, "not copied back when not activated");
+    set(&f.m, e).unwrap();
+    assert_eq!(port.wait_events(&mut d, true, 0), Ok(COMPLETE));
+    assert_eq!(d[0].last_event_age(), 2, "the current age comes back");
+    assert_eq!(port.wait_events(&mut [EventData::new(e, 0)], true, 0), Ok(TIMEOUT), "auto reset: consumed");
+    // Wait-any vs wait-all on two events, one set.
+    set(&f.m, other).unwrap();
+    assert_eq!(port.wait_events(&mut [EventData::new(e, 0), EventData::new(other, 0)], true, 10), Ok(TIMEOUT));
+    set(&f.m, other).unwrap();
+    assert_eq!(port.wait_events(&mut [EventData::new(e, 0), EventData::new(other, 0)], false, 0), Ok(COMPLETE));
+    // A set from another thread wakes an infinite wait.
+    let m = f.m.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        set(&m, e).unwrap();
+    });
+    assert_eq!(port.wait_events(&mut [EventData::new(e, 0)], true, 0xFFFF_FFFF), Ok(COMPLETE));
+    t.join().unwrap();
+    // Exception data is copied into the slice.
+    let mem = create(&f.m, MEMORY, false);
+    let mut x = kfd_hsa_memory_exception_data::new_zeroed();
+    x.va = 0x4321_0000;
+    x.gpu_id = f.gpu;
+    assert_eq!(f.m.signal_memory_exception(x), 1);
+    let mut d = [EventData::new(mem, 0)];
+    assert_eq!(port.wait_events(&mut d, true, 0), Ok(COMPLETE));
+    assert_eq!((d[0].payload[2], d[0].payload[3] as u32), (0x4321_0000, f.gpu), "va and gpu_id after the 16-byte failure");
+    // An unknown id is EINVAL, a destroyed one fails the wait (EIO), as the ioctl answers.
+    assert_eq!(port.wait_events(&mut [EventData::new(0x3fff_0000, 0)], true, 0), Err(Errno(EINVAL)));
+    let gone = create(&f.m, SIGNAL, true);
+    let m = f.m.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        destroy(&m, gone).unwrap();
+    });
+    assert_eq!(port.wait_events(&mut [EventData::new(gone, 0)], true, 0xFFFF_FFFF), Err(Errno(EIO)));
+    t.join().unwrap();
+}
