@@ -148,6 +148,14 @@ pub struct EventDesc {
     pub sync_var_size: u64,
 }
 
+/// SET_EVENT (`set`) or RESET_EVENT of KFD event `event_id`; a KFD failure is ERROR
+/// (upstream). Allocates nothing.
+pub fn set_reset(kfd: &dyn Kfd, set: bool, event_id: u32) -> KmtResult<()> {
+    let mut a = kfd_ioctl_set_event_args { event_id, pad: 0 };
+    let request = if set { AMDKFD_IOC_SET_EVENT } else { AMDKFD_IOC_RESET_EVENT };
+    ioctl_typed(kfd, request, &mut a).map_err(|_| Status::ERROR)
+}
+
 /// WAIT_EVENTS on `data` (the caller holds no thunk lock): SUCCESS, WAIT_TIMEOUT, or ERROR
 /// (a KFD failure: an unknown or destroyed event). Allocates nothing.
 pub fn wait(kfd: &dyn Kfd, data: &mut [EventData], wait_all: bool, milliseconds: u32) -> KmtResult<()> {
@@ -234,8 +242,17 @@ impl Context {
     }
 
     fn kfd_set_reset(&self, request: u32, event_id: u32) -> KmtResult<()> {
-        let mut a = kfd_ioctl_set_event_args { event_id, pad: 0 };
-        ioctl_typed(self.kfd(), request, &mut a).map_err(|_| Status::ERROR)
+        set_reset(self.kfd(), request == AMDKFD_IOC_SET_EVENT, event_id)
+    }
+
+    /// The KFD id of an event SetEvent / ResetEvent may change (not a system-defined one),
+    /// for callers that issue the ioctl with [`set_reset`] after releasing their lock.
+    pub fn event_signal_target(&self, ev: usize) -> KmtResult<u32> {
+        let r = self.events().get(ev)?;
+        if is_system_event(r.ty) {
+            return Err(Status::ERROR);
+        }
+        Ok(r.id)
     }
 
     /// hsaKmtDestroyEvent: a KFD refusal keeps the event (upstream).
@@ -249,20 +266,14 @@ impl Context {
 
     /// hsaKmtSetEvent: system-defined events cannot be set (ERROR). Allocates nothing.
     pub fn set_event(&self, ev: usize) -> KmtResult<()> {
-        let r = self.events().get(ev)?;
-        if is_system_event(r.ty) {
-            return Err(Status::ERROR);
-        }
-        self.kfd_set_reset(AMDKFD_IOC_SET_EVENT, r.id)
+        let id = self.event_signal_target(ev)?;
+        self.kfd_set_reset(AMDKFD_IOC_SET_EVENT, id)
     }
 
     /// hsaKmtResetEvent. Allocates nothing.
     pub fn reset_event(&self, ev: usize) -> KmtResult<()> {
-        let r = self.events().get(ev)?;
-        if is_system_event(r.ty) {
-            return Err(Status::ERROR);
-        }
-        self.kfd_set_reset(AMDKFD_IOC_RESET_EVENT, r.id)
+        let id = self.event_signal_target(ev)?;
+        self.kfd_set_reset(AMDKFD_IOC_RESET_EVENT, id)
     }
 
     /// hsaKmtQueryEventState: upstream only checks the event.

@@ -64,14 +64,22 @@ pub unsafe extern "C" fn hsaKmtDestroyEvent(Event: *mut HsaEvent) -> HSAKMT_STAT
 /// `Event` is looked up by address, never dereferenced.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtSetEvent(Event: *mut HsaEvent) -> HSAKMT_STATUS {
-    guard("hsaKmtSetEvent", || with_ctx(|c| c.set_event(handle(Event)?)))
+    guard("hsaKmtSetEvent", || set_reset(Event, true))
 }
 
 /// # Safety
 /// `Event` is looked up by address, never dereferenced.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtResetEvent(Event: *mut HsaEvent) -> HSAKMT_STATUS {
-    guard("hsaKmtResetEvent", || with_ctx(|c| c.reset_event(handle(Event)?)))
+    guard("hsaKmtResetEvent", || set_reset(Event, false))
+}
+
+/// Set or reset: the event's id and the port under the thunk lock, the ioctl without it (as
+/// upstream, which takes no lock here), so the thread this wakes never waits for our lock when
+/// it answers at once (a ping-pong of events).
+fn set_reset(ev: *mut HsaEvent, set: bool) -> KmtResult<()> {
+    let (id, kfd) = with_ctx(|c| Ok((c.event_signal_target(handle(ev)?)?, c.kfd_shared())))?;
+    event::set_reset(&*kfd, set, id)
 }
 
 /// # Safety
