@@ -33,7 +33,7 @@
 //!   starts with none; destroying an event wakes its waiters with a failure.
 
 use crate::kfd::{get, put, KMALLOC_MAX};
-use crate::model::{current_pid, Model};
+use crate::model::Model;
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
 use std::collections::{BTreeSet, HashMap};
@@ -427,7 +427,7 @@ impl Model {
     /// caller's process) and rules, on `data` (`kfd_event_data` elements) in place of
     /// `events_ptr`. Returns the wait result.
     pub(crate) fn wait_events_in_process(&self, data: &mut [u8], wait_all: bool, timeout: u32) -> Result<u32, i32> {
-        if self.lock().pid != current_pid() {
+        if !self.caller_is_owner() {
             return Err(EBADF); // as ioctl_arg: "Using KFD FD in wrong process"
         }
         let mut a = kfd_ioctl_wait_events_args::new_zeroed();

@@ -22,7 +22,7 @@
 //! header + nattr attributes in the request's size field, and the whole of it is copied in and
 //! back.
 
-use crate::model::{current_pid, BoundVm, Model, Runtime};
+use crate::model::{BoundVm, Model, Runtime};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::ioc;
 use hsakmt_core::abi::kfd::*;
@@ -227,7 +227,7 @@ impl Model {
         let Some(&(kcmd, handler)) = entry else {
             return Err(ENOTTY);
         };
-        if self.lock().pid != current_pid() {
+        if !self.caller_is_owner() {
             return Err(EBADF); // "Using KFD FD in wrong process"
         }
         if handler == Handler::NotModelled {

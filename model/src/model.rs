@@ -218,6 +218,9 @@ pub struct Model {
     /// This model, when it was made by [`Model::new_shared`] (the watcher thread's handle).
     pub(crate) shared: Weak<Model>,
     pub(crate) engine_runs: AtomicU64,
+    /// The pid of `state`'s process, readable without the lock: every ioctl checks its caller
+    /// against it ("Using KFD FD in wrong process"), so the hot ones (events) skip `state`.
+    pub(crate) owner: std::sync::atomic::AtomicU32,
 }
 
 impl Drop for Model {
@@ -302,6 +305,7 @@ impl Model {
             watch: Default::default(),
             shared: Weak::new(),
             engine_runs: AtomicU64::new(0),
+            owner: std::sync::atomic::AtomicU32::new(current_pid()),
         })
     }
 
@@ -345,6 +349,11 @@ impl Model {
         self.tree.export(dir)
     }
 
+    /// Is the caller the process that opened this model's KFD?
+    pub(crate) fn caller_is_owner(&self) -> bool {
+        self.owner.load(std::sync::atomic::Ordering::Relaxed) == current_pid()
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, Process> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -362,6 +371,7 @@ impl Model {
         let pid = current_pid();
         if st.pid != pid {
             *st = Process::new(self.gpus.len());
+            self.owner.store(st.pid, std::sync::atomic::Ordering::Relaxed);
         }
         drop(st);
         let fd = self.devmem()?.fd();
