@@ -400,8 +400,19 @@ impl Model {
         let mut st = self.lock();
         // kfd_ioctl_alloc_memory_of_gpu: memory an SVM range already covers, by GPU VA (or, for
         // a userptr, by CPU address) → EADDRINUSE, before the GPU is even looked up.
-        if Model::svm_overlaps(&st, a.va_addr, a.size) || (flags & F_USERPTR != 0 && Model::svm_overlaps(&st, a.mmap_offset, a.size)) {
-            return Err(libc::EADDRINUSE);
+        let userptr = flags & F_USERPTR != 0;
+        let in_svm =
+            |st: &Process| Model::svm_overlaps(st, a.va_addr, a.size) || (userptr && Model::svm_overlaps(st, a.mmap_offset, a.size));
+        if in_svm(&st) {
+            // Ranges the CPU has unmapped since (e.g. a destroyed queue's unified CWSR area)
+            // would be gone in the kernel.
+            Model::svm_forget_unmapped(&mut st, a.va_addr, a.size);
+            if userptr {
+                Model::svm_forget_unmapped(&mut st, a.mmap_offset, a.size);
+            }
+            if in_svm(&st) {
+                return Err(libc::EADDRINUSE);
+            }
         }
         let gpu = self.gpu_index(a.gpu_id).ok_or(EINVAL)?;
         if flags & F_PUBLIC != 0 && flags & F_VRAM != 0 && !self.gpus[gpu].large_bar() {

@@ -20,7 +20,9 @@
 //!   ring size (AQL on gfx7/8: half of it; with a metadata ring: ring + metadata); compute
 //!   queues also need an EOP buffer of exactly the node's EOP size in such a mapping (when an
 //!   address is given), ctl_stack_size equal to the node's, a CWSR size at least the node's, and
-//!   the CWSR area ((size + debugger memory) × XCCs, page-aligned) mapped exactly → EINVAL.
+//!   the CWSR area ((size + debugger memory) × XCCs, page-aligned) mapped exactly or else
+//!   wholly in SVM ranges mapped to the GPU with GPU_ALWAYS_MAPPED (kfd_queue_buffer_svm_get)
+//!   → EINVAL.
 //! - pqm_create_queue: 127 queues per process and device (255 on GC 9.4.3/9.4.4/9.5.0) →
 //!   ENOSPC; 1024 queue ids per process → ENOMEM; SDMA queues are taken from the device's
 //!   engines × queues-per-engine (first free; BY_ENG_ID: first free of that engine) → ENOMEM;
@@ -638,11 +640,15 @@ impl Model {
             return Err(EINVAL);
         }
         let total = align((u64::from(p.ctx_size) + u64::from(n.debug_memory_size)) * u64::from(n.num_xcc), PAGE);
-        // Without a matching mapping the kernel tries SVM ranges, which the model does not
-        // have; an empty area (GPUs without CWSR) is what that path accepts (a mapping that
-        // starts there is still held: size 0 matches any).
+        // Without a matching mapping the kernel tries SVM ranges (kfd_queue_buffer_svm_get,
+        // see `svm_queue_area_ok`: the whole area in ranges mapped to this GPU with
+        // GPU_ALWAYS_MAPPED, else EINVAL); an empty area (GPUs without CWSR) passes there (a
+        // mapping that starts at the address is still held: size 0 matches any). The kernel's
+        // queue_refcount on the ranges refuses nothing: it only makes a CPU munmap of the
+        // range evict the process's queues (svm_range_unmap_from_cpu, "Freeing queue vital
+        // buffer"), which the model, seeing no CPU munmap, does not do.
         bos[BO_CWSR] = Self::queue_buffer_get(st, g, p.ctx_va, total);
-        if total != 0 && bos[BO_CWSR].is_none() {
+        if total != 0 && bos[BO_CWSR].is_none() && !Self::svm_queue_area_ok(st, g, p.ctx_va, total) {
             return Err(EINVAL);
         }
         Ok(bos)

@@ -21,8 +21,10 @@
 //!   none of AND, OR, min or "all the same"), and the map stays small.
 //! - No migration (ranges stay in system memory: the GPU reads and writes the process's own
 //!   pages), no resident-memory accounting (the kernel's ENOMEM when a range exceeds the system
-//!   memory limit with XNACK off), no removal of ranges when the CPU unmaps them (the kernel's
-//!   MMU notifier): a GPU access to pages the CPU unmapped faults NotMapped all the same.
+//!   memory limit with XNACK off), and ranges the CPU unmaps are not removed at the munmap
+//!   (the kernel's MMU notifier) but lazily, where ALLOC_MEMORY_OF_GPU would otherwise refuse
+//!   the address with EADDRINUSE (`svm_forget_unmapped`); a GPU access to pages the CPU
+//!   unmapped faults NotMapped all the same.
 //! - With XNACK on, a GPU access to process memory outside every range is served without
 //!   creating a range (the kernel's svm_range_create_unregistered_range records one, with the
 //!   defaults GET already answers for a gap; for heap and stack VMAs it also sets the
@@ -294,6 +296,63 @@ impl Model {
             }
         }
         Some((end, true))
+    }
+
+    /// kfd_queue_buffer_svm_get (torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_queue.c), the
+    /// CWSR area CREATE_QUEUE accepts when no BO mapping matches it: SVM ranges must cover
+    /// every page of `[start, start + size)`, each mapped to a GPU (`mapped_to_gpu`), giving GPU
+    /// `g` ACCESS or ACCESS_IN_PLACE, and flagged GPU_ALWAYS_MAPPED; otherwise EINVAL (the
+    /// caller's). An empty area passes (the kernel's loop does not run). In the model a range
+    /// with GPU_ALWAYS_MAPPED and `g`'s access bit is mapped to `g` in both XNACK modes
+    /// (svm_range_validate_and_map maps ALWAYS_MAPPED ranges eagerly; SET already checked that
+    /// the range lies in VMAs), so `mapped_to_gpu` needs no state of its own.
+    pub(crate) fn svm_queue_area_ok(st: &Process, g: usize, start: u64, size: u64) -> bool {
+        let Some(bit) = 1u128.checked_shl(g as u32) else { return false };
+        let mut page = start >> PAGE_SHIFT;
+        let mut left = size >> PAGE_SHIFT;
+        while left > 0 {
+            let Some((_, &(last, a))) = st.svm.ranges.range(..=page).next_back().filter(|(_, (l, _))| *l >= page) else {
+                return false;
+            };
+            if (a.access | a.access_in_place) & bit == 0 || a.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED as u32 == 0 {
+                return false;
+            }
+            let n = last - page + 1;
+            if n >= left {
+                break;
+            }
+            left -= n;
+            page += n;
+        }
+        true
+    }
+
+    /// The kernel's MMU notifier drops the parts of SVM ranges the CPU unmaps
+    /// (svm_range_unmap_from_cpu); the model sees no munmap, so ALLOC_MEMORY calls this where a
+    /// range would refuse it (EADDRINUSE): the ranges overlapping `[start, start + size)` keep
+    /// only their pages that still lie in a VMA of the process (of any kind). A failed read of
+    /// the process's maps keeps everything.
+    pub(crate) fn svm_forget_unmapped(st: &mut Process, start: u64, size: u64) {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
+        let vmas: Vec<(u64, u64)> = maps.lines().filter_map(parse_vma).map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+        let first = start >> PAGE_SHIFT;
+        let last = start.saturating_add(size.max(1) - 1) >> PAGE_SHIFT;
+        let ranges = &mut st.svm.ranges;
+        let from = ranges.range(..=first).next_back().filter(|(_, (l, _))| *l >= first).map_or(first, |(k, _)| *k);
+        let hit: Vec<(u64, u64, SvmAttrs)> = ranges.range(from..=last).map(|(&s, &(l, a))| (s, l, a)).collect();
+        let span = hit.first().zip(hit.last()).map(|(f, l)| (f.0, l.1));
+        for (s, l, a) in hit {
+            ranges.remove(&s);
+            for &(vs, ve) in &vmas {
+                let (ps, pl) = (s.max(vs), l.min(ve.saturating_sub(1)));
+                if ve > vs && ps <= pl {
+                    ranges.insert(ps, (pl, a));
+                }
+            }
+        }
+        if let Some((lo, hi)) = span {
+            coalesce(ranges, lo.saturating_sub(1), hi.saturating_add(1)); // adjacent VMAs split nothing
+        }
     }
 
     /// Does an SVM range of the process cover any page of `[start, start + size)`?

@@ -379,6 +379,73 @@ fn eop_and_cwsr_rules() {
     destroy(m, keep).unwrap();
 }
 
+/// AMDKFD_IOC_SVM SET_ATTR with `attrs` after the header (the request's size covers them).
+fn svm_set(m: &Model, start: u64, size: u64, attrs: &[(u32, u32)]) -> Result<(), i32> {
+    let h = kfd_ioctl_svm_args { start_addr: start, size, op: KFD_IOCTL_SVM_OP_SET_ATTR, nattr: attrs.len() as u32, attrs: [] };
+    let mut buf = h.as_bytes().to_vec();
+    for &(r#type, value) in attrs {
+        buf.extend_from_slice(kfd_ioctl_svm_attribute { r#type, value }.as_bytes());
+    }
+    let request = AMDKFD_IOC_SVM + (((attrs.len() * 8) as u32) << 16);
+    // SAFETY: `buf` is a live buffer of exactly the size the request encodes.
+    unsafe { m.handle_ioctl(u64::from(request), buf.as_mut_ptr().cast()) }
+}
+
+/// kfd_queue_buffer_svm_get (kfd_queue.c): a CWSR area no BO mapping matches is accepted when
+/// SVM ranges cover all of it, each with GPU_ALWAYS_MAPPED and this GPU's ACCESS or
+/// ACCESS_IN_PLACE (upstream libhsakmt's unified CWSR area); anything less is EINVAL. While the
+/// queue lives the kernel refuses no SVM change (its queue_refcount only evicts the queues
+/// when the CPU unmaps the range).
+#[test]
+fn cwsr_area_in_svm_ranges() {
+    let f = setup("mi210");
+    let m = &*f.m;
+    let q = f.qmem(0);
+    let g = q.gpu_id;
+    let total = (u64::from(q.ctx_size) + u64::from(cwsr_for(f.name).2)) * cwsr_for(f.name).3;
+    let total = total.div_ceil(4096) * 4096;
+    // SAFETY: a fresh private anonymous mapping, unmapped at the end of the test.
+    let p = unsafe {
+        libc::mmap(std::ptr::null_mut(), total as usize, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    let area = p as u64;
+    let half = (total / 2).div_ceil(4096) * 4096;
+    const ALWAYS: u32 = KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED as u32;
+    let (access, in_place, no_access) = (KFD_IOCTL_SVM_ATTR_ACCESS, KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, KFD_IOCTL_SVM_ATTR_NO_ACCESS);
+    let (set, clr, gran) = (KFD_IOCTL_SVM_ATTR_SET_FLAGS, KFD_IOCTL_SVM_ATTR_CLR_FLAGS, KFD_IOCTL_SVM_ATTR_GRANULARITY);
+    let try_create = || {
+        let mut a = args(&q, AQL);
+        a.ctx_save_restore_address = area;
+        create(m, &mut a)
+    };
+    assert_eq!(try_create(), Err(EINVAL), "no SVM range and no BO there");
+    svm_set(m, area, total, &[(access, g)]).unwrap();
+    assert_eq!(try_create(), Err(EINVAL), "mapped to the GPU but without GPU_ALWAYS_MAPPED");
+    svm_set(m, area, total, &[(set, ALWAYS), (no_access, g)]).unwrap();
+    assert_eq!(try_create(), Err(EINVAL), "GPU_ALWAYS_MAPPED but not mapped to this GPU");
+    if let Some(&other) = f.ids.get(1) {
+        svm_set(m, area, total, &[(access, other)]).unwrap();
+        assert_eq!(try_create(), Err(EINVAL), "mapped to another GPU only");
+        svm_set(m, area, total, &[(no_access, other)]).unwrap();
+    }
+    svm_set(m, area, half, &[(access, g)]).unwrap();
+    assert_eq!(try_create(), Err(EINVAL), "only the first half is registered for this GPU");
+    // Two ranges (different granularity, so they stay apart), one ACCESS, one ACCESS_IN_PLACE.
+    svm_set(m, area + half, total - half, &[(in_place, g), (gran, 3)]).unwrap();
+    let id = try_create().unwrap();
+    // The kernel refuses no SVM change while the queue holds the ranges.
+    svm_set(m, area, total, &[(clr, ALWAYS)]).unwrap();
+    destroy(m, id).unwrap();
+    assert_eq!(try_create(), Err(EINVAL), "GPU_ALWAYS_MAPPED was cleared");
+    // Address 0 with a size: neither a BO mapping nor a range.
+    let mut a = args(&q, AQL);
+    a.ctx_save_restore_address = 0;
+    assert_eq!(create(m, &mut a), Err(EINVAL));
+    // SAFETY: the mapping made above; nothing uses it any more.
+    unsafe { libc::munmap(p, total as usize) };
+}
+
 #[test]
 fn argument_and_device_errors() {
     let f = setup("mi210");

@@ -489,3 +489,29 @@ fn xnack_change_refused_while_queues_exist() {
     assert_eq!(xnack(m, 0), Err(libc::EBUSY));
     assert_eq!(xnack(m, -1), Ok(0));
 }
+
+/// svm_range_unmap_from_cpu: the parts of ranges the CPU unmaps are gone in the kernel, so a BO
+/// can take their addresses; the part still mapped keeps its range (EADDRINUSE). The model
+/// drops them when ALLOC_MEMORY meets them (it cannot tell a range's pages from memory mapped
+/// there again since: that stays EADDRINUSE).
+#[test]
+fn ranges_the_cpu_unmapped_do_not_block_a_later_bo() {
+    let f = setup("mi210");
+    let (m, g) = (&f.m, &f.ids);
+    let gtt = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
+    let alloc = |va: u64, size: u64| {
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: va, size, handle: 0, mmap_offset: 0, gpu_id: g[0], flags: gtt };
+        raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a)
+    };
+    let mem = Mapping::new(4, libc::PROT_READ | libc::PROT_WRITE);
+    assert_eq!(set(m, mem.page(0), 4 * PAGE, &[attr(GRAN, 1)]), Ok(()));
+    assert_eq!(alloc(mem.page(2), 2 * PAGE), Err(EADDRINUSE));
+    // SAFETY: the last two pages of the mapping `mem` owns; its drop unmaps the whole span,
+    // which is fine over a hole.
+    assert_eq!(unsafe { libc::munmap(mem.page(2) as *mut c_void, 2 * PAGE as usize) }, 0);
+    assert_eq!(alloc(mem.page(1), 2 * PAGE), Err(EADDRINUSE), "page 1 is still mapped and in the range");
+    assert_eq!(alloc(mem.page(2), 2 * PAGE), Ok(()), "the unmapped pages left the range");
+    let mut q = [attr(GRAN, 0)];
+    assert_eq!(get(m, mem.page(0), 2 * PAGE, &mut q), Ok(()));
+    assert_eq!(q[0].value, 1, "the mapped part keeps its attributes");
+}
