@@ -117,6 +117,13 @@ pub trait Kfd: Send + Sync {
         Err(Errno(Errno::ENOSYS))
     }
 
+    /// `madvise(MADV_DONTFORK)` on a range of this process's anonymous memory (upstream does
+    /// it to the unified CWSR area so a fork's copy-on-write cannot evict the parent's queues).
+    /// Only advice: no memory contents change. `Err(ENOSYS)` where the backend cannot.
+    fn advise_dont_fork(&self, _addr: usize, _len: usize) -> Result<(), Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
     /// What answers this port.
     fn backend(&self) -> Backend;
 

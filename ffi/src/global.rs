@@ -260,6 +260,9 @@ impl Kfd for SharedModel {
         // The model runs in this process: its user pages are this process's.
         hsakmt_linux::prefault(addr, len)
     }
+    fn advise_dont_fork(&self, addr: usize, len: usize) -> Result<(), hsakmt_core::Errno> {
+        self.model.advise_dont_fork(addr, len)
+    }
     fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), hsakmt_core::Errno> {
         self.model.drm_import_dmabuf(render_fd, dmabuf_fd)
     }

@@ -207,6 +207,11 @@ impl Kfd for PluginKfd {
         hsakmt_linux::prefault(addr, len)
     }
 
+    fn advise_dont_fork(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // The plugin's model runs in this process: the memory is this process's.
+        hsakmt_linux::dont_fork(addr, len)
+    }
+
     fn backend(&self) -> Backend {
         Backend::PluginModel
     }

@@ -169,6 +169,14 @@ pub unsafe fn map_anonymous(fixed_addr: Option<usize>, hint: usize, len: usize, 
     Ok(p as usize)
 }
 
+/// `madvise(MADV_DONTFORK)` on `[addr, addr + len)` of this process: a fork's child does not
+/// inherit the range. Only advice about future forks: no memory contents change.
+pub fn dont_fork(addr: usize, len: usize) -> Result<(), Errno> {
+    // SAFETY: MADV_DONTFORK changes no data and no mapping of this process (only what a later
+    // fork copies); unmapped addresses fail with ENOMEM instead of being touched.
+    unsafe { rustix::mm::madvise(addr as *mut c_void, len, rustix::mm::Advice::LinuxDontFork) }.map_err(errno)
+}
+
 /// Fault in `[addr, addr + len)` of this process (MADV_WILLNEED): ENOMEM when part of the
 /// range is not mapped. Only advice: no memory contents change.
 pub fn prefault(addr: usize, len: usize) -> Result<(), Errno> {
@@ -255,6 +263,10 @@ impl Kfd for DevKfd {
 
     fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), Errno> {
         prefault(addr, len)
+    }
+
+    fn advise_dont_fork(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        dont_fork(addr, len)
     }
 
     fn backend(&self) -> Backend {

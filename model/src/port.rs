@@ -143,6 +143,11 @@ impl Kfd for Model {
         crate::model::current_pid()
     }
 
+    fn advise_dont_fork(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        // The model runs in this process: its user memory is this process's.
+        hsakmt_linux::dont_fork(addr, len)
+    }
+
     fn backend(&self) -> Backend {
         Backend::BuiltinModel
     }
