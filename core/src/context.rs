@@ -143,6 +143,12 @@ impl Context {
         self.events.len()
     }
 
+    /// The SVM API is there: every GPU node reports it (upstream's
+    /// `hsakmt_is_svm_api_supported`) and the KFD is 1.5 or later (hsaKmtSVMSetAttr's check).
+    pub(crate) fn svm_api_supported(&self) -> bool {
+        self.minor_at_least(crate::svm::SVM_MIN_MINOR) && self.acquired.as_ref().is_some_and(|a| a.memory.svm_api())
+    }
+
     pub(crate) fn minor_at_least(&self, minor: u32) -> bool {
         self.version.KernelInterfaceMinorVersion >= minor
     }

@@ -9,6 +9,16 @@
 //! node's `CwsrSize` / `CtlStackSize` when the KFD reports them, otherwise from upstream's
 //! formula over the node's CUs, waves and LDS; SDMA queues get neither.
 //!
+//! The CWSR area (upstream handle_concrete_asic): where the SVM API is supported (every GPU
+//! node has `SVMAPISupported`, KFD ≥ 1.5), it is first tried as upstream's *unified* area:
+//! anonymous process memory aligned to 2 MiB (`GPU_HUGE_PAGE_SIZE`), `MADV_DONTFORK` (advice
+//! only: a failure is ignored, as upstream logs it), the headers filled, and registered as an
+//! SVM range as register_svm_range does (PREFETCH_LOC = the node, PREFERRED_LOC = 0,
+//! CLR_FLAGS = !flags, SET_FLAGS = HOST_ACCESS | GPU_EXEC | GPU_ALWAYS_MAPPED, ACCESS = the
+//! node, GRANULARITY = 0xFF; GPU_ALWAYS_MAPPED needs KFD ≥ 1.11, else NOT_SUPPORTED). If any
+//! step fails the memory is unmapped and the area falls back to GPU-mapped host memory (a BO);
+//! DestroyQueue unmaps a unified area (upstream free_queue), which also ends its SVM range.
+//!
 //! Where hsakmt-rs differs, on purpose: a queue id is looked up in the thunk's table, so an
 //! unknown or destroyed id is INVALID_PARAMETER (upstream dereferences it); a NULL
 //! `QueueResource` or `HsaQueueInfo` is INVALID_PARAMETER; a ring size that does not fit the
@@ -17,6 +27,7 @@
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
 use crate::context::Context;
+use crate::fmm::GPU_HUGE_PAGE_SIZE;
 use crate::port::ioctl_typed;
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Node;
@@ -127,6 +138,8 @@ const SGPR_SIZE_PER_CU: u64 = 0x4000;
 const HWREG_SIZE_PER_CU: u64 = 0x1000;
 const DEBUGGER_BYTES_PER_WAVE: u64 = 32;
 const DEBUGGER_BYTES_ALIGN: u64 = 64;
+const PROT_READ: u32 = 1;
+const PROT_WRITE: u32 = 2;
 /// sizeof(HsaUserContextSaveAreaHeader).
 const CWSR_HEADER_BYTES: u64 = core::mem::size_of::<HsaUserContextSaveAreaHeader>() as u64;
 
@@ -208,8 +221,11 @@ pub(crate) struct Queue {
     /// The queue's page: its id for C callers, and home of the PM4/SDMA read/write pointers.
     page: u64,
     eop: Option<u64>,
-    /// CWSR area (address), allocated size.
+    /// CWSR area (address).
     cwsr: Option<u64>,
+    /// The CWSR area is upstream's unified one: anonymous memory of this many bytes registered
+    /// as an SVM range (0: a BO).
+    cwsr_unified_len: u64,
     sizes: QueueSizes,
     doorbell: u64,
     ring: u64,
@@ -366,6 +382,7 @@ impl Context {
             page,
             eop: None,
             cwsr: None,
+            cwsr_unified_len: 0,
             sizes,
             doorbell: 0,
             ring: r.ring,
@@ -437,14 +454,81 @@ impl Context {
             a.eop_buffer_size = u64::from(s.eop);
         }
         if s.total > 0 {
-            let cwsr = self.queue_memory(q.node, u64::from(s.total), host_flags(false, false)).map_err(|_| Status::NO_MEMORY)?;
+            let cwsr = match self.unified_cwsr(q.node, &s, error_event_id, error_reason) {
+                Some((va, len)) => {
+                    q.cwsr_unified_len = len;
+                    va
+                }
+                None => {
+                    let va = self.queue_memory(q.node, u64::from(s.total), host_flags(false, false)).map_err(|_| Status::NO_MEMORY)?;
+                    self.fill_cwsr_headers(va, &s, error_event_id, error_reason);
+                    va
+                }
+            };
             q.cwsr = Some(cwsr);
-            self.fill_cwsr_headers(cwsr, &s, error_event_id, error_reason);
             a.ctx_save_restore_address = cwsr;
             a.ctx_save_restore_size = s.cwsr;
             a.ctl_stack_size = s.ctl_stack;
         }
         Ok(())
+    }
+
+    /// Upstream's unified CWSR area (see the module header): `Some((address, length))`, or
+    /// `None` (nothing left behind) when the SVM API is missing or a step failed.
+    fn unified_cwsr(&self, node: u32, s: &QueueSizes, error_event_id: Option<u32>, error_reason: u64) -> Option<(u64, u64)> {
+        if !self.svm_api_supported() {
+            return None;
+        }
+        let len = align_up(u64::from(s.total), self.page_size());
+        let va = self.map_aligned_anonymous(len, GPU_HUGE_PAGE_SIZE)?;
+        // Advice only; upstream logs a failure and goes on.
+        let _ = self.kfd().advise_dont_fork(va as usize, len as usize);
+        self.fill_cwsr_headers(va, s, error_event_id, error_reason);
+        if self.register_cwsr_svm_range(va, len, node).is_err() {
+            // SAFETY: the mapping was made just above for this area and nothing else uses it.
+            let _ = unsafe { self.kfd().release_va(va as usize, len as usize) };
+            return None;
+        }
+        Some((va, len))
+    }
+
+    /// Private read-write anonymous memory of `len` bytes at an `align`-aligned address
+    /// (upstream's hsakmt_mmap_allocate_aligned without guard pages): map `len + align - page`
+    /// bytes where the kernel chooses, and give back the head and tail around the aligned part.
+    fn map_aligned_anonymous(&self, len: u64, align: u64) -> Option<u64> {
+        let padded = len.checked_add(align - self.page_size())?;
+        let kfd = self.kfd();
+        // SAFETY: not fixed, so no existing mapping is replaced.
+        let raw = unsafe { kfd.map_anonymous(None, 0, padded as usize, PROT_READ | PROT_WRITE) }.ok()? as u64;
+        let va = align_up(raw, align);
+        // SAFETY: the head and tail belong to the mapping made just above and are not used.
+        unsafe {
+            if va > raw {
+                let _ = kfd.release_va(raw as usize, (va - raw) as usize);
+            }
+            if raw + padded > va + len {
+                let _ = kfd.release_va((va + len) as usize, (raw + padded - va - len) as usize);
+            }
+        }
+        Some(va)
+    }
+
+    /// Upstream's register_svm_range(mem, size, node, node, 0, alwaysMapped = true).
+    fn register_cwsr_svm_range(&self, va: u64, len: u64, node: u32) -> KmtResult<()> {
+        if !self.minor_at_least(11) {
+            return Err(Status::NOT_SUPPORTED); // GPU_ALWAYS_MAPPED came with KFD 1.11
+        }
+        let flags = HSA_SVM_FLAG_HOST_ACCESS | HSA_SVM_FLAG_GPU_EXEC | HSA_SVM_FLAG_GPU_ALWAYS_MAPPED;
+        let attr = |r#type, value| HSA_SVM_ATTRIBUTE { r#type, value };
+        let attrs = [
+            attr(HSA_SVM_ATTR_PREFETCH_LOC, node),
+            attr(HSA_SVM_ATTR_PREFERRED_LOC, 0),
+            attr(HSA_SVM_ATTR_CLR_FLAGS, !flags),
+            attr(HSA_SVM_ATTR_SET_FLAGS, flags),
+            attr(HSA_SVM_ATTR_ACCESS, node),
+            attr(HSA_SVM_ATTR_GRANULARITY, 0xFF),
+        ];
+        self.svm_set_attr(va, len, &attrs)
     }
 
     /// One header per XCC at the start of its slice of the CWSR area (upstream's
@@ -458,8 +542,9 @@ impl Context {
             h.DebugSize = s.debug * s.xccs;
             let at = base + u64::from(i) * u64::from(s.cwsr);
             // SAFETY: `at` lies in the CWSR area this context just allocated with CPU access
-            // (host memory, size `total` ≥ xccs × cwsr ≥ at - base + header size), not yet
-            // given to the KFD; the header is plain data written unaligned-safe.
+            // (host memory, a BO or the unified area's anonymous mapping, size `total` ≥
+            // xccs × cwsr ≥ at - base + header size), not yet given to the KFD; the header is
+            // plain data written unaligned-safe.
             unsafe { core::ptr::write_unaligned(at as usize as *mut HsaUserContextSaveAreaHeader, h) };
         }
     }
@@ -468,8 +553,14 @@ impl Context {
         if let Some(e) = q.eop {
             self.release_queue_memory(e);
         }
-        if let Some(c) = q.cwsr {
-            self.release_queue_memory(c);
+        match q.cwsr {
+            // SAFETY: the unified area is this queue's own mapping; the KFD no longer uses it
+            // (the queue is destroyed or was never created) and nothing else points into it.
+            Some(c) if q.cwsr_unified_len > 0 => {
+                let _ = unsafe { self.kfd().release_va(c as usize, q.cwsr_unified_len as usize) };
+            }
+            Some(c) => self.release_queue_memory(c),
+            None => {}
         }
         self.release_queue_memory(q.page);
     }

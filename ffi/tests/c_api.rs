@@ -750,14 +750,27 @@ fn events_program_is_clean_under_valgrind() {
 fn queues_from_c() {
     let Some(s) = setup() else { return };
     let e = compile(s, false, &c_dir().join("queues.c"), "queues", true, &[]);
-    for model in ["mi210", "mi300x", "rx7900xtx"] {
-        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model));
-        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "{model}:\n{}", show(&o));
+    // The CWSR area: upstream's unified SVM area where the GPUs have the SVM API and the KFD
+    // is 1.11 or later; GPU-mapped memory on the MI25 (no SVM API) or an older KFD.
+    for (model, kfd, cwsr) in [
+        ("mi210", None, "unified"),
+        ("mi300x", None, "unified"),
+        ("rx7900xtx", None, "unified"),
+        ("mi25", None, "bo"),
+        ("mi210", Some("1.10"), "bo"),
+    ] {
+        let mut cmd = clean_cmd(&e);
+        cmd.env("HSAKMT_MODEL", model).env("QUEUES_CWSR", cwsr);
+        if let Some(v) = kfd {
+            cmd.env("HSAKMT_MODEL_KFD_VERSION", v);
+        }
+        let o = run(&mut cmd);
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "{model} {kfd:?}:\n{}", show(&o));
     }
     // The same through the model plugin (HSA_MODEL_LIB): doorbells mapped from its memfd, its
     // own watcher thread running the engines.
     let plugin = model_plugin(&s.lib);
-    let o = run(clean_cmd(&e).env("HSA_MODEL_LIB", &plugin).env("HSAKMT_MODEL", "mi300x"));
+    let o = run(clean_cmd(&e).env("HSA_MODEL_LIB", &plugin).env("HSAKMT_MODEL", "mi300x").env("QUEUES_CWSR", "unified"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "plugin:\n{}", show(&o));
 }
 

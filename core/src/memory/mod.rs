@@ -124,6 +124,12 @@ fn packed_gfx(p: &HsaNodeProperties) -> u32 {
 }
 
 impl Memory {
+    /// Upstream's `hsakmt_is_svm_api_supported`: every GPU node has `SVMAPISupported` (which
+    /// `HSA_USE_SVM=0` clears).
+    pub(crate) fn svm_api(&self) -> bool {
+        self.svm_api
+    }
+
     /// FMM init (upstream: first AcquireSystemProperties): apertures, SVM, memory policy.
     pub(crate) fn init(
         kfd: &dyn Kfd,
