@@ -23,8 +23,9 @@
 //!   pages), no resident-memory accounting (the kernel's ENOMEM when a range exceeds the system
 //!   memory limit with XNACK off), and ranges the CPU unmaps are not removed at the munmap
 //!   (the kernel's MMU notifier) but lazily, where ALLOC_MEMORY_OF_GPU would otherwise refuse
-//!   the address with EADDRINUSE (`svm_forget_unmapped`); a GPU access to pages the CPU
-//!   unmapped faults NotMapped all the same.
+//!   the address with EADDRINUSE (`svm_forget_unmapped`: it sees holes in the process's VMAs,
+//!   not memory mapped again at the same address since, which stays in the old range); a GPU
+//!   access to pages the CPU unmapped faults NotMapped all the same.
 //! - With XNACK on, a GPU access to process memory outside every range is served without
 //!   creating a range (the kernel's svm_range_create_unregistered_range records one, with the
 //!   defaults GET already answers for a gap; for heap and stack VMAs it also sets the
