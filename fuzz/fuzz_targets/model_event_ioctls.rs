@@ -9,36 +9,17 @@
 //! mapped writable (NULL page, non-canonical, read-only data).
 #![no_main]
 
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::events::event_data;
 use hsakmt_model::{Model, ModelConfig};
 use libfuzzer_sys::fuzz_target;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
-use zerocopy::{FromZeros, IntoBytes};
-
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((b, rest)) => {
-                self.0 = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | (u64::from(self.u32()) << 32)
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
+use zerocopy::FromZeros;
 
 struct World {
     m: Model,
@@ -47,11 +28,6 @@ struct World {
     /// GTT and VRAM BOs that may be offered as the event page.
     gtt: u64,
     vram: u64,
-}
-
-fn ioctl<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
 }
 
 fn alloc(m: &Model, gpu_id: u32, va: u64, flags: u32) -> u64 {
@@ -65,30 +41,11 @@ fn world() -> &'static Mutex<World> {
     W.get_or_init(|| {
         let m = Model::new(ModelConfig::catalogue("mi210")).expect("model");
         let gpus: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
-        let mut renders = Vec::new();
-        for g in m.gpus()[..4].to_vec() {
-            let fd = m.open_render(g.drm_render_minor).expect("render node");
-            let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-            ioctl(&m, AMDKFD_IOC_ACQUIRE_VM, &mut a).expect("acquire vm");
-            renders.push(fd);
-        }
+        let renders = acquire_vms(&m, 4);
         let gtt = alloc(&m, gpus[0], 0x7f00_0000_0000, KFD_IOC_ALLOC_MEM_FLAGS_GTT as u32);
         let vram = alloc(&m, gpus[1], 0x7f00_1000_0000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM as u32);
         Mutex::new(World { m, gpus, _renders: renders, gtt, vram })
     })
-}
-
-static READ_ONLY: [u8; 512] = [0; 512];
-
-/// An address the model may write through: never writable memory of ours.
-fn bad_ptr(sel: u8, r: u64) -> u64 {
-    match sel % 5 {
-        0 => 0,
-        1 => r & 0xffff,
-        2 => 0x8000_0000_0000_0000 | r,
-        3 => READ_ONLY.as_ptr() as u64 + (r % 64),
-        _ => 0x0000_8000_0000_0000 | (r & 0x0000_7fff_ffff_ffff),
-    }
 }
 
 const EVENT_IOCTLS: [u32; 5] =

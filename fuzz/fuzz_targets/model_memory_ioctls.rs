@@ -10,37 +10,16 @@
 //! the model scribble on the fuzzer's own memory; pointers it only reads may be anything.
 #![no_main]
 
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_core::Kfd;
 use hsakmt_model::{AtomicOp, Model, ModelConfig};
 use libfuzzer_sys::fuzz_target;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Mutex, OnceLock};
-use zerocopy::IntoBytes;
-
-/// A little-endian reader over the input; reads past the end give zeros.
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((b, rest)) => {
-                self.0 = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | (u64::from(self.u32()) << 32)
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 struct World {
     m: Model,
@@ -57,34 +36,10 @@ fn world() -> &'static Mutex<World> {
         let m = Model::new(ModelConfig::catalogue("mi210")).expect("model");
         let ids: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
         // VMs on the first six GPUs only: the last two answer ENODEV.
-        let mut renders = Vec::new();
-        for g in m.gpus()[..6].to_vec() {
-            let fd = m.open_render(g.drm_render_minor).expect("render node");
-            let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-            ioctl(&m, AMDKFD_IOC_ACQUIRE_VM, &mut a).expect("acquire vm");
-            renders.push(fd);
-        }
+        let renders = acquire_vms(&m, 6);
         let baseline = m.backing_bytes();
         Mutex::new(World { m, ids, _renders: renders, user: vec![0u8; 65 * 4096], baseline })
     })
-}
-
-fn ioctl<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
-}
-
-static READ_ONLY: [u8; 256] = [0; 256];
-
-/// An address the model may be asked to write through: never mapped writable memory of ours.
-fn bad_ptr(sel: u8, r: u64) -> u64 {
-    match sel % 5 {
-        0 => 0,
-        1 => r & 0xffff,                // below mmap_min_addr
-        2 => 0x8000_0000_0000_0000 | r, // non-canonical / kernel half
-        3 => READ_ONLY.as_ptr() as u64 + (r % 64),
-        _ => 0x0000_8000_0000_0000 | (r & 0x0000_7fff_ffff_ffff), // above the user half
-    }
 }
 
 const MEM_IOCTLS: [u32; 12] = [

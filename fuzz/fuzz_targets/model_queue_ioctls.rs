@@ -9,40 +9,23 @@
 //! mapped writable (NULL page, non-canonical, read-only data).
 #![no_main]
 
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::{Model, ModelConfig};
 use libfuzzer_sys::fuzz_target;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Mutex, OnceLock};
-use zerocopy::{FromZeros, IntoBytes};
-
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((b, rest)) => {
-                self.0 = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | (u64::from(self.u32()) << 32)
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
+use zerocopy::FromZeros;
 
 /// MI210 (gfx90a): 104 CUs, wave_num 4096; kfd_queue_ctx_save_restore_size.
 const CTL_STACK: u32 = 36864;
 const CWSR: u32 = 36864 + 104 * 0x95000;
 const CWSR_TOTAL: u64 = CWSR as u64 + 4096 * 32;
+/// Queue memory: writable GTT.
+const GTT_RW: u32 = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
 const RING: u64 = 0x1000_0000;
 const PTRS: u64 = 0x1100_0000;
 const EOP: u64 = 0x1200_0000;
@@ -55,55 +38,22 @@ struct World {
     memfd: OwnedFd,
 }
 
-fn ioctl<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
-}
-
-fn alloc_map(m: &Model, gpu_id: u32, va: u64, size: u64) {
-    let flags = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
-    let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: va, size, handle: 0, mmap_offset: 0, gpu_id, flags };
-    ioctl(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).expect("alloc");
-    let ids = [gpu_id];
-    let mut p = kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
-    ioctl(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut p).expect("map");
-}
-
 fn world() -> &'static Mutex<World> {
     static W: OnceLock<Mutex<World>> = OnceLock::new();
     W.get_or_init(|| {
         let m = Model::new(ModelConfig::catalogue("mi210")).expect("model");
         let gpus: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
-        let mut renders = Vec::new();
         // VMs on GPUs 0-2; queue memory on 0 and 1 (GPU 3 has no VM: ESRCH paths).
-        for g in m.gpus()[..3].iter() {
-            let fd = m.open_render(g.drm_render_minor).expect("render node");
-            let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-            ioctl(&m, AMDKFD_IOC_ACQUIRE_VM, &mut a).expect("acquire vm");
-            renders.push(fd);
-        }
+        let renders = acquire_vms(&m, 3);
         for &g in &gpus[..2] {
-            alloc_map(&m, g, RING, 64 << 10);
-            alloc_map(&m, g, PTRS, 4096);
-            alloc_map(&m, g, EOP, 4096);
-            alloc_map(&m, g, CTX, CWSR_TOTAL);
+            alloc_map(&m, g, RING, 64 << 10, GTT_RW);
+            alloc_map(&m, g, PTRS, 4096, GTT_RW);
+            alloc_map(&m, g, EOP, 4096, GTT_RW);
+            alloc_map(&m, g, CTX, CWSR_TOTAL, GTT_RW);
         }
         let memfd = m.create_memfd().expect("memfd");
         Mutex::new(World { m, gpus, _renders: renders, memfd })
     })
-}
-
-static READ_ONLY: [u8; 512] = [0; 512];
-
-/// An address the model may write through: never writable memory of ours.
-fn bad_ptr(sel: u8, r: u64) -> u64 {
-    match sel % 5 {
-        0 => 0,
-        1 => r & 0xffff,
-        2 => 0x8000_0000_0000_0000 | r,
-        3 => READ_ONLY.as_ptr() as u64 + (r % 64),
-        _ => 0x0000_8000_0000_0000 | (r & 0x0000_7fff_ffff_ffff),
-    }
 }
 
 const QUEUE_IOCTLS: [u32; 7] = [
@@ -194,7 +144,11 @@ fuzz_target!(|data: &[u8]| {
             }
             5 => {
                 let words = [b.u32(); 40];
-                let mut a = kfd_ioctl_set_cu_mask_args { queue_id: id(&mut b, &live), num_cu_mask: b.u32() % 2000, cu_mask_ptr: words.as_ptr() as u64 };
+                let mut a = kfd_ioctl_set_cu_mask_args {
+                    queue_id: id(&mut b, &live),
+                    num_cu_mask: b.u32() % 2000,
+                    cu_mask_ptr: words.as_ptr() as u64,
+                };
                 if b.u8() & 1 == 0 || a.num_cu_mask > 40 * 32 {
                     a.cu_mask_ptr = bad_ptr(b.u8(), b.u64());
                 }
@@ -208,7 +162,8 @@ fuzz_target!(|data: &[u8]| {
                 let _ = ioctl(m, AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &mut a);
             }
             7 => {
-                let mut a = kfd_ioctl_alloc_queue_gws_args { queue_id: id(&mut b, &live), num_gws: u32::from(b.u8() % 3), first_gws: 0, pad: 0 };
+                let mut a =
+                    kfd_ioctl_alloc_queue_gws_args { queue_id: id(&mut b, &live), num_gws: u32::from(b.u8() % 3), first_gws: 0, pad: 0 };
                 let _ = ioctl(m, AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a);
                 let mut t = kfd_ioctl_set_trap_handler_args { tba_addr: b.u64(), tma_addr: b.u64(), gpu_id: gpu(&mut b), pad: 0 };
                 let _ = ioctl(m, AMDKFD_IOC_SET_TRAP_HANDLER, &mut t);
@@ -220,7 +175,14 @@ fuzz_target!(|data: &[u8]| {
                     let v = b.u64();
                     // SAFETY: a shared mapping of the model's memfd at the slice CREATE_QUEUE named.
                     let p = unsafe {
-                        libc::mmap(std::ptr::null_mut(), 8192, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, memfd.as_raw_fd(), (off & !0x1fff) as i64)
+                        libc::mmap(
+                            std::ptr::null_mut(),
+                            8192,
+                            libc::PROT_READ | libc::PROT_WRITE,
+                            libc::MAP_SHARED,
+                            memfd.as_raw_fd(),
+                            (off & !0x1fff) as i64,
+                        )
                     };
                     if p != libc::MAP_FAILED {
                         // SAFETY: an 8-byte slot inside the 8 KiB mapping.

@@ -6,38 +6,19 @@
 //! must be sorted and disjoint, and a granularity just set must read back (clamped to 0x3F).
 #![no_main]
 
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::{Model, ModelConfig};
 use libfuzzer_sys::fuzz_target;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 use zerocopy::IntoBytes;
 
 const PAGE: u64 = 4096;
 const ARENA_PAGES: u64 = 64;
-
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((b, rest)) => {
-                self.0 = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | (u64::from(self.u32()) << 32)
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 struct World {
     m: Model,
@@ -51,14 +32,7 @@ fn world() -> &'static Mutex<World> {
     W.get_or_init(|| {
         let m = Model::new(ModelConfig::catalogue("mi210")).expect("model");
         let gpus: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
-        let mut renders = Vec::new();
-        for g in m.gpus()[..2].to_vec() {
-            let fd = m.open_render(g.drm_render_minor).expect("render node");
-            let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-            // SAFETY: a live argument struct.
-            unsafe { m.handle_ioctl(u64::from(AMDKFD_IOC_ACQUIRE_VM), a.as_mut_bytes().as_mut_ptr().cast()) }.expect("acquire vm");
-            renders.push(fd);
-        }
+        let renders = acquire_vms(&m, 2);
         // Heap memory is process memory; leaked so the arena lives as long as the process.
         let buf: &'static mut [u8] = Box::leak(vec![0u8; ((ARENA_PAGES + 1) * PAGE) as usize].into_boxed_slice());
         let p = (buf.as_ptr() as u64 + PAGE - 1) & !(PAGE - 1);
