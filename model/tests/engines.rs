@@ -3,6 +3,8 @@
 //! the interrupt path, block and resume, wrap around the ring, fault into memory-exception
 //! events, stop on malformed packets, and respect the budget and the IB bounds.
 
+mod support;
+
 use hsakmt_core::abi::kfd::*;
 use hsakmt_core::packet::aql::{self, Barrier, Body, KernelDispatch, Pm4Ib, SignalRepr};
 use hsakmt_core::packet::model_kernel::{dispatch_regs as regs, Args, CopyArgs, Descriptor, FillArgs, KernelId};
@@ -11,8 +13,9 @@ use hsakmt_core::packet::sdma;
 use hsakmt_model::engine::{EngineKind, QueueError, RingDesc, RingProgress, RunEnd, MAX_IB_DWORDS};
 use hsakmt_model::events::{event_data, UNSIGNALED_SLOT};
 use hsakmt_model::{GpuFaultKind, Model, ModelConfig};
-use std::os::fd::{AsRawFd, OwnedFd};
-use zerocopy::{FromZeros, IntoBytes};
+use std::os::fd::OwnedFd;
+use support::*;
+use zerocopy::FromZeros;
 
 const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT as u32;
 const RW: u32 = (KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) as u32;
@@ -37,11 +40,6 @@ const RO: u64 = BASE + 0x20_0000;
 /// Nothing is mapped here.
 const HOLE: u64 = BASE + 0x400_0000;
 
-fn raw<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
-}
-
 struct Fx {
     m: Model,
     g: u32,
@@ -49,25 +47,10 @@ struct Fx {
     _renders: Vec<OwnedFd>,
 }
 
-fn alloc_map(m: &Model, g: u32, va: u64, size: u64, flags: u32) -> u64 {
-    let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: va, size, handle: 0, mmap_offset: 0, gpu_id: g, flags };
-    raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).unwrap();
-    let ids = [g];
-    let mut mp =
-        kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
-    raw(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut mp).unwrap();
-    a.handle
-}
-
 fn setup() -> Fx {
     let m = Model::new(ModelConfig::catalogue("mi210")).unwrap();
-    let mut renders = Vec::new();
-    for gn in m.gpus().to_vec() {
-        let fd = m.open_render(gn.drm_render_minor).unwrap();
-        let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: gn.gpu_id };
-        raw(&m, AMDKFD_IOC_ACQUIRE_VM, &mut a).unwrap();
-        renders.push(fd);
-    }
+    let n = m.gpus().len();
+    let (_, renders) = acquire(&m, n);
     let g = m.gpus()[0].gpu_id;
     alloc_map(&m, g, BASE, 1 << 20, GTT | RW);
     let evp = alloc_map(&m, g, EVP, 32 << 10, GTT | RW);

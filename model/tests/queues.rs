@@ -3,12 +3,15 @@
 //! bookkeeping. Expected values come from the kernel's rules (kfd_chardev.c, kfd_queue.c,
 //! kfd_process_queue_manager.c, kfd_device_queue_manager.c, amdgpu_doorbell.h).
 
+mod support;
+
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::engine::EngineKind;
 use hsakmt_model::{Model, ModelConfig, ENOTSUPP};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::*;
 use zerocopy::{FromZeros, IntoBytes};
 
 const EINVAL: i32 = libc::EINVAL;
@@ -25,11 +28,6 @@ const AQL: u32 = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL as u32;
 const SDMA: u32 = KFD_IOC_QUEUE_TYPE_SDMA as u32;
 const XGMI: u32 = KFD_IOC_QUEUE_TYPE_SDMA_XGMI as u32;
 const BY_ENG: u32 = KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID as u32;
-
-fn raw<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
-}
 
 /// Queue memory of one GPU, mapped there: ring, a page for rptr/wptr, EOP buffer, CWSR area.
 #[derive(Clone, Copy)]
@@ -93,33 +91,11 @@ struct Fx {
     name: &'static str,
 }
 
-fn acquire(m: &Model, n: usize) -> (Vec<u32>, Vec<OwnedFd>) {
-    let mut renders = Vec::new();
-    let ids: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
-    for g in m.gpus()[..n].iter() {
-        let fd = m.open_render(g.drm_render_minor).unwrap();
-        let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-        raw(m, AMDKFD_IOC_ACQUIRE_VM, &mut a).unwrap();
-        renders.push(fd);
-    }
-    (ids, renders)
-}
-
 fn setup(name: &'static str) -> Fx {
     let m = Arc::new(Model::new(ModelConfig::catalogue(name)).unwrap());
     let n = m.gpus().len().min(8);
     let (ids, renders) = acquire(&m, n);
     Fx { m, ids, _renders: renders, name }
-}
-
-fn alloc_map(m: &Model, gpu_id: u32, va: u64, size: u64) -> u64 {
-    let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: va, size, handle: 0, mmap_offset: 0, gpu_id, flags: GTT };
-    raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).expect("alloc");
-    let ids = [gpu_id];
-    let mut p =
-        kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
-    raw(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut p).expect("map");
-    a.handle
 }
 
 impl Fx {
@@ -130,10 +106,10 @@ impl Fx {
         let ring_size = 64 << 10;
         let total = (u64::from(cwsr) + u64::from(debug)) * xcc;
         let total = total.div_ceil(4096) * 4096;
-        alloc_map(m, g, 0x1000_0000, u64::from(ring_size));
-        alloc_map(m, g, 0x1100_0000, 4096);
-        alloc_map(m, g, 0x1200_0000, 4096);
-        alloc_map(m, g, 0x2000_0000, total);
+        alloc_map(m, g, 0x1000_0000, u64::from(ring_size), GTT);
+        alloc_map(m, g, 0x1100_0000, 4096, GTT);
+        alloc_map(m, g, 0x1200_0000, 4096, GTT);
+        alloc_map(m, g, 0x2000_0000, total, GTT);
         QMem { gpu_id: g, ring: 0x1000_0000, ring_size, ptrs: 0x1100_0000, eop: 0x1200_0000, ctx: 0x2000_0000, ctx_size: cwsr, ctl_stack }
     }
 }
@@ -869,9 +845,9 @@ fn gfx8_doorbells_and_aql_rings() {
     let mut p =
         kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: idl.as_ptr() as u64, n_devices: 1, n_success: 0 };
     raw(&m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut p).unwrap();
-    alloc_map(&m, g, 0x1100_0000, 4096);
-    alloc_map(&m, g, 0x1200_0000, 4096);
-    alloc_map(&m, g, 0x2000_0000, (u64::from(cwsr) + u64::from(debug)).div_ceil(4096) * 4096);
+    alloc_map(&m, g, 0x1100_0000, 4096, GTT);
+    alloc_map(&m, g, 0x1200_0000, 4096, GTT);
+    alloc_map(&m, g, 0x2000_0000, (u64::from(cwsr) + u64::from(debug)).div_ceil(4096) * 4096, GTT);
     let q = QMem {
         gpu_id: g,
         ring: 0x1000_0000,
@@ -918,7 +894,7 @@ fn an_sdma_fence_runs_end_to_end_through_the_watcher() {
     let f = Fx { m, ids, _renders: renders, name: "mi210" };
     let q = f.qmem(0);
     let target = 0x3000_0000;
-    alloc_map(&f.m, q.gpu_id, target, 4096);
+    alloc_map(&f.m, q.gpu_id, target, 4096, GTT);
     let mut a = args(&q, SDMA);
     let id = create(&f.m, &mut a).unwrap();
     // The thunk's side: write an SDMA FENCE packet into the ring, then the doorbell with the
@@ -971,11 +947,11 @@ fn queue_memory_stays_mapped_while_the_queue_lives() {
     let (g, g1) = (f.ids[0], f.ids[1]);
     let (ctl_stack, cwsr, debug, xcc) = cwsr_for(f.name);
     let total = ((u64::from(cwsr) + u64::from(debug)) * xcc).div_ceil(4096) * 4096;
-    let ring = alloc_map(m, g, 0x1000_0000, 64 << 10);
-    let ptrs = alloc_map(m, g, 0x1100_0000, 4096);
-    let eop = alloc_map(m, g, 0x1200_0000, 4096);
-    let ctx = alloc_map(m, g, 0x2000_0000, total);
-    let spare = alloc_map(m, g, 0x3000_0000, 4096);
+    let ring = alloc_map(m, g, 0x1000_0000, 64 << 10, GTT);
+    let ptrs = alloc_map(m, g, 0x1100_0000, 4096, GTT);
+    let eop = alloc_map(m, g, 0x1200_0000, 4096, GTT);
+    let ctx = alloc_map(m, g, 0x2000_0000, total, GTT);
+    let spare = alloc_map(m, g, 0x3000_0000, 4096, GTT);
     let q = QMem {
         gpu_id: g,
         ring: 0x1000_0000,
@@ -1023,10 +999,10 @@ fn queue_holds_follow_update_queue() {
     let f = setup("mi210");
     let m = &*f.m;
     let g = f.ids[0];
-    let ring_a = alloc_map(m, g, 0x4000_0000, 64 << 10);
-    let ptrs = alloc_map(m, g, 0x4100_0000, 4096);
-    let unused = alloc_map(m, g, 0x4200_0000, 4096);
-    let ring_b = alloc_map(m, g, 0x4300_0000, 64 << 10);
+    let ring_a = alloc_map(m, g, 0x4000_0000, 64 << 10, GTT);
+    let ptrs = alloc_map(m, g, 0x4100_0000, 4096, GTT);
+    let unused = alloc_map(m, g, 0x4200_0000, 4096, GTT);
+    let ring_b = alloc_map(m, g, 0x4300_0000, 64 << 10, GTT);
     let q =
         QMem { gpu_id: g, ring: 0x4000_0000, ring_size: 64 << 10, ptrs: 0x4100_0000, eop: 0x4200_0000, ctx: 0, ctx_size: 0, ctl_stack: 0 };
     let id = create(m, &mut args(&q, SDMA)).unwrap();

@@ -4,19 +4,19 @@
 //! kfd_process_xnack_mode): splitting, GET over pieces that differ, every attribute type,
 //! argument errors, bad ranges, XNACK per GPU generation.
 
-use hsakmt_core::abi::ioc;
+mod support;
+
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::{Model, ModelConfig};
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, OwnedFd};
-use zerocopy::IntoBytes;
+use support::*;
 
 const EINVAL: i32 = libc::EINVAL;
 const EFAULT: i32 = libc::EFAULT;
 const EPERM: i32 = libc::EPERM;
 const ENOTTY: i32 = libc::ENOTTY;
 const EADDRINUSE: i32 = libc::EADDRINUSE;
-const PAGE: u64 = 4096;
 
 const PREF: u32 = KFD_IOCTL_SVM_ATTR_PREFERRED_LOC;
 const PREFETCH: u32 = KFD_IOCTL_SVM_ATTR_PREFETCH_LOC;
@@ -40,78 +40,11 @@ struct Fx {
     mem: Mapping,
 }
 
-/// An anonymous read-write mapping of `pages` pages, unmapped on drop.
-struct Mapping {
-    base: u64,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(pages: u64, prot: i32) -> Mapping {
-        let len = (pages * PAGE) as usize;
-        // SAFETY: a fresh private anonymous mapping owned by the returned guard.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
-        assert_ne!(p, libc::MAP_FAILED);
-        Mapping { base: p as u64, len }
-    }
-    fn page(&self, i: u64) -> u64 {
-        self.base + i * PAGE
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`.
-        unsafe { libc::munmap(self.base as *mut c_void, self.len) };
-    }
-}
-
 fn setup(name: &str) -> Fx {
     let m = Model::new(ModelConfig::catalogue(name)).unwrap();
-    let mut renders = Vec::new();
-    let ids: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
-    for g in m.gpus().to_vec() {
-        let fd = m.open_render(g.drm_render_minor).unwrap();
-        let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-        raw(&m, AMDKFD_IOC_ACQUIRE_VM, &mut a).unwrap();
-        renders.push(fd);
-    }
+    let n = m.gpus().len();
+    let (ids, renders) = acquire(&m, n);
     Fx { m, ids, _renders: renders, mem: Mapping::new(32, libc::PROT_READ | libc::PROT_WRITE) }
-}
-
-fn raw<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
-}
-
-fn attr(r#type: u32, value: u32) -> kfd_ioctl_svm_attribute {
-    kfd_ioctl_svm_attribute { r#type, value }
-}
-
-/// AMDKFD_IOC_SVM as upstream's thunk issues it: the request's size field covers the header and
-/// `declared` attributes; `attrs` are updated from what comes back.
-fn svm_declared(m: &Model, op: u32, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute], nattr: u32) -> Result<(), i32> {
-    let mut buf = Vec::new();
-    let h = kfd_ioctl_svm_args { start_addr: start, size, op, nattr, attrs: [] };
-    buf.extend_from_slice(h.as_bytes());
-    for a in attrs.iter() {
-        buf.extend_from_slice(a.as_bytes());
-    }
-    let request = AMDKFD_IOC_SVM + (((attrs.len() * 8) as u32) << 16);
-    assert_eq!(ioc::size(request), buf.len());
-    // SAFETY: `buf` is a live buffer of exactly the size the request encodes.
-    let r = unsafe { m.handle_ioctl(u64::from(request), buf.as_mut_ptr().cast()) };
-    for (i, a) in attrs.iter_mut().enumerate() {
-        let o = 24 + i * 8;
-        a.r#type = u32::from_ne_bytes(buf[o..o + 4].try_into().unwrap());
-        a.value = u32::from_ne_bytes(buf[o + 4..o + 8].try_into().unwrap());
-    }
-    r
-}
-
-fn set(m: &Model, start: u64, size: u64, attrs: &[kfd_ioctl_svm_attribute]) -> Result<(), i32> {
-    let mut a = attrs.to_vec();
-    svm_declared(m, KFD_IOCTL_SVM_OP_SET_ATTR, start, size, &mut a, attrs.len() as u32)
 }
 
 fn get(m: &Model, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute]) -> Result<(), i32> {
@@ -124,11 +57,6 @@ fn get1(m: &Model, start: u64, size: u64, ty: u32, value: u32) -> (u32, u32) {
     let mut a = [attr(ty, value)];
     get(m, start, size, &mut a).unwrap();
     (a[0].r#type, a[0].value)
-}
-
-fn xnack(m: &Model, v: i32) -> Result<i32, i32> {
-    let mut a = kfd_ioctl_set_xnack_mode_args { xnack_enabled: v };
-    raw(m, AMDKFD_IOC_SET_XNACK_MODE, &mut a).map(|()| a.xnack_enabled)
 }
 
 #[test]

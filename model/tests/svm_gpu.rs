@@ -6,16 +6,16 @@
 //! process's state take the mapping away; with XNACK on every GPU reaches memory without an
 //! explicit NO_ACCESS; engines copy into SVM memory; CPU-unmapped pages fault, never crash.
 
-use hsakmt_core::abi::ioc;
+mod support;
+
 use hsakmt_core::abi::kfd::*;
 use hsakmt_core::packet::sdma;
 use hsakmt_model::engine::{EngineKind, QueueError, RingDesc, RingProgress, RunEnd};
 use hsakmt_model::{GpuFault, GpuFaultKind, Model, ModelConfig};
 use std::ffi::c_void;
-use std::os::fd::{AsRawFd, OwnedFd};
-use zerocopy::IntoBytes;
+use std::os::fd::OwnedFd;
+use support::*;
 
-const PAGE: u64 = 4096;
 const ACCESS: u32 = KFD_IOCTL_SVM_ATTR_ACCESS;
 const IN_PLACE: u32 = KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE;
 const NO_ACCESS: u32 = KFD_IOCTL_SVM_ATTR_NO_ACCESS;
@@ -32,86 +32,11 @@ struct Fx {
     _renders: Vec<OwnedFd>,
 }
 
-/// A private anonymous mapping, unmapped on drop.
-struct Mapping {
-    base: u64,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(pages: u64, prot: i32) -> Mapping {
-        let len = (pages * PAGE) as usize;
-        // SAFETY: a fresh private anonymous mapping owned by the returned guard.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
-        assert_ne!(p, libc::MAP_FAILED);
-        Mapping { base: p as u64, len }
-    }
-    fn page(&self, i: u64) -> u64 {
-        self.base + i * PAGE
-    }
-    /// The CPU reads `n` bytes at `off` of the mapping.
-    fn cpu(&self, off: u64, n: usize) -> Vec<u8> {
-        assert!(off as usize + n <= self.len);
-        let mut b = vec![0u8; n];
-        // SAFETY: inside the live mapping (checked above); tests call this on readable pages.
-        unsafe { std::ptr::copy_nonoverlapping((self.base + off) as *const u8, b.as_mut_ptr(), n) };
-        b
-    }
-    /// The CPU writes `b` at `off` of the mapping.
-    fn cpu_put(&self, off: u64, b: &[u8]) {
-        assert!(off as usize + b.len() <= self.len);
-        // SAFETY: inside the live mapping (checked above); tests call this on writable pages.
-        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), (self.base + off) as *mut u8, b.len()) };
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        if self.len != 0 {
-            // SAFETY: the mapping made in `new`.
-            unsafe { libc::munmap(self.base as *mut c_void, self.len) };
-        }
-    }
-}
-
-fn raw<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &mut T) -> Result<(), i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed argument struct.
-    unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }
-}
-
 fn setup(name: &str) -> Fx {
     let m = Model::new(ModelConfig::catalogue(name)).unwrap();
-    let mut renders = Vec::new();
-    let ids: Vec<u32> = m.gpus().iter().map(|g| g.gpu_id).collect();
-    for g in m.gpus().to_vec() {
-        let fd = m.open_render(g.drm_render_minor).unwrap();
-        let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
-        raw(&m, AMDKFD_IOC_ACQUIRE_VM, &mut a).unwrap();
-        renders.push(fd);
-    }
+    let n = m.gpus().len();
+    let (ids, renders) = acquire(&m, n);
     Fx { m, ids, _renders: renders }
-}
-
-fn attr(r#type: u32, value: u32) -> kfd_ioctl_svm_attribute {
-    kfd_ioctl_svm_attribute { r#type, value }
-}
-
-/// SVM SET_ATTR as the thunk issues it (header + attributes, size in the request).
-fn set(m: &Model, start: u64, size: u64, attrs: &[kfd_ioctl_svm_attribute]) -> Result<(), i32> {
-    let h = kfd_ioctl_svm_args { start_addr: start, size, op: KFD_IOCTL_SVM_OP_SET_ATTR, nattr: attrs.len() as u32, attrs: [] };
-    let mut buf = h.as_bytes().to_vec();
-    for a in attrs {
-        buf.extend_from_slice(a.as_bytes());
-    }
-    let request = AMDKFD_IOC_SVM + (((attrs.len() * 8) as u32) << 16);
-    assert_eq!(ioc::size(request), buf.len());
-    // SAFETY: `buf` is a live buffer of exactly the size the request encodes.
-    unsafe { m.handle_ioctl(u64::from(request), buf.as_mut_ptr().cast()) }
-}
-
-fn xnack(m: &Model, v: i32) -> Result<i32, i32> {
-    let mut a = kfd_ioctl_set_xnack_mode_args { xnack_enabled: v };
-    raw(m, AMDKFD_IOC_SET_XNACK_MODE, &mut a).map(|()| a.xnack_enabled)
 }
 
 fn read(m: &Model, g: u32, va: u64, n: usize) -> Result<Vec<u8>, GpuFault> {
