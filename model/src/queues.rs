@@ -1045,17 +1045,12 @@ impl Model {
             let before = progress.clone();
             // An engine bug must not wedge the queue (left `running`) or kill the watcher: a
             // panic stops the queue as a bad packet instead.
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut p = progress.clone();
-                let end = self.engine_run(&desc, &mut p, write, BUDGET);
-                (end, p)
-            }));
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.engine_run(&desc, &mut progress, write, BUDGET)));
             let end = match run {
-                Ok((end, p)) => {
-                    progress = p;
-                    end
-                }
+                Ok(end) => end,
                 Err(_) => {
+                    // What the run left half-done is dropped: the queue stops where it stood.
+                    progress = before.clone();
                     progress.error = Some(QueueError::BadPacket { at: progress.read, what: "the engine panicked" });
                     RunEnd::Stopped
                 }
