@@ -317,21 +317,18 @@ impl Context {
         Ok(())
     }
 
-    /// Upstream: asking for more caches than the node has is INVALID_PARAMETER; ProcessorId
-    /// is not used to select caches.
-    pub fn node_cache_properties(&self, id: u32, _processor_id: u32, out: &mut [HsaCacheProperties]) -> KmtResult<()> {
-        let (n, _) = self.node(id)?;
-        let src = n.caches.get(..out.len()).ok_or(Status::INVALID_PARAMETER)?;
-        out.copy_from_slice(src);
-        Ok(())
+    /// The first `n` caches of node `id`. Upstream: asking for more caches than the node has
+    /// is INVALID_PARAMETER; ProcessorId does not select caches.
+    pub fn node_caches(&self, id: u32, _processor_id: u32, n: u32) -> KmtResult<&[HsaCacheProperties]> {
+        let (node, _) = self.node(id)?;
+        node.caches.get(..n as usize).ok_or(Status::INVALID_PARAMETER)
     }
 
-    /// Upstream: asking for more links than the node has is INVALID_PARAMETER.
-    pub fn node_io_link_properties(&self, id: u32, out: &mut [HsaIoLinkProperties]) -> KmtResult<()> {
-        let (n, _) = self.node(id)?;
-        let src = n.io_links.get(..out.len()).ok_or(Status::INVALID_PARAMETER)?;
-        out.copy_from_slice(src);
-        Ok(())
+    /// The first `n` io-links of node `id`. Upstream: asking for more links than the node has
+    /// is INVALID_PARAMETER.
+    pub fn node_io_links(&self, id: u32, n: u32) -> KmtResult<&[HsaIoLinkProperties]> {
+        let (node, _) = self.node(id)?;
+        node.io_links.get(..n as usize).ok_or(Status::INVALID_PARAMETER)
     }
 
     /// GPU wall clock in Hz (the topology's WallClockKHz × 1000; 0 for CPU nodes).

@@ -129,6 +129,6 @@ fn calls_before_acquire_are_invalid_node_unit() {
     let c = t.ctx(10).unwrap();
     assert_eq!(c.node_properties(0).err(), Some(Status::INVALID_NODE_UNIT));
     assert_eq!(c.clock_counters(0).err(), Some(Status::INVALID_NODE_UNIT));
-    let mut none = [];
-    assert_eq!(c.node_io_link_properties(0, &mut none).err(), Some(Status::INVALID_NODE_UNIT));
+    assert_eq!(c.node_io_links(0, 0).err(), Some(Status::INVALID_NODE_UNIT));
+    assert_eq!(c.node_caches(0, 0, 0).err(), Some(Status::INVALID_NODE_UNIT));
 }

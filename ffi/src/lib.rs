@@ -6,9 +6,12 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 pub mod boundary;
+mod compat;
 mod device;
 mod events;
+mod gen_bindings;
 mod gen_exports;
+pub mod generation;
 pub mod global;
 mod handles;
 pub mod log;

@@ -3,7 +3,9 @@
 //! Upstream's check order: the open check first, then the arguments.
 
 use crate::boundary::{guard, out};
+use crate::generation::{self, read_record, write_record};
 use crate::global::{with_ctx, with_ctx_mut};
+use hsakmt_core::abi::generation::{Generation, Record};
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::{KmtResult, Status};
 use std::ffi::c_void;
@@ -448,11 +450,15 @@ pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(NodeId: HSAuint32, DeviceHa
     })
 }
 
-fn register_graphics(name: &'static str, handle: u64, info: *mut HsaGraphicsResourceInfo, n: u64, nodes: *const u32) -> HSAKMT_STATUS {
+/// # Safety
+/// `info` must be NULL or valid for reads and writes of generation `g`'s
+/// `HsaGraphicsResourceInfo`; `nodes` must hold `n` elements.
+unsafe fn register_graphics(name: &'static str, g: Generation, handle: u64, info: *mut u8, n: u64, nodes: *const u32) -> HSAKMT_STATUS {
     guard(name, || {
         with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
-        let info = unsafe { out(info) }?;
+        if info.is_null() {
+            return Err(Status::INVALID_PARAMETER);
+        }
         // upstream validates the node array only when one is given
         let nodes = if nodes.is_null() && n == 0 {
             None
@@ -462,35 +468,59 @@ fn register_graphics(name: &'static str, handle: u64, info: *mut HsaGraphicsReso
         };
         let fd = i32::try_from(handle).map_err(|_| Status::ERROR)?;
         let (va, size, node, md, md_size) = with_ctx_mut(|c| c.register_graphics_handle(fd, nodes))?;
-        info.MemoryAddress = va as usize as *mut c_void;
-        info.SizeInBytes = size;
-        info.Metadata = md.cast();
-        info.MetadataSizeInBytes = md_size;
-        info.NodeId = node;
+        // SAFETY: non-NULL, and the caller's contract for generation `g`.
+        let mut out: HsaGraphicsResourceInfo = unsafe { read_record(g, Record::HsaGraphicsResourceInfo, info) };
+        out.MemoryAddress = va as usize as *mut c_void;
+        out.SizeInBytes = size;
+        out.Metadata = md.cast();
+        out.MetadataSizeInBytes = md_size;
+        out.NodeId = node;
+        // SAFETY: as above.
+        unsafe { write_record(g, Record::HsaGraphicsResourceInfo, &out, info) };
         Ok(())
     })
 }
 
-/// A graphics resource (a dma-buf fd) imported for the GPUs.
+/// A graphics resource (a dma-buf fd) imported for the GPUs. Our headers' binding
+/// (`hsaKmtRegisterGraphicsHandleToNodes_abi1`): the newest `HsaGraphicsResourceInfo`.
 ///
 /// # Safety
 /// `GraphicsResourceInfo` must be NULL or writable; `NodeArray` holds `NumberOfNodes` elements.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtRegisterGraphicsHandleToNodes_abi1")]
 pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodes(
     GraphicsResourceHandle: HSAuint64,
     GraphicsResourceInfo: *mut HsaGraphicsResourceInfo,
     NumberOfNodes: HSAuint64,
     NodeArray: *mut HSAuint32,
 ) -> HSAKMT_STATUS {
-    register_graphics("hsaKmtRegisterGraphicsHandleToNodes", GraphicsResourceHandle, GraphicsResourceInfo, NumberOfNodes, NodeArray)
+    let name = "hsaKmtRegisterGraphicsHandleToNodes";
+    // SAFETY: the same contract.
+    unsafe { register_graphics(name, Generation::NEWEST, GraphicsResourceHandle, GraphicsResourceInfo.cast(), NumberOfNodes, NodeArray) }
+}
+
+/// The plain symbol: the caller's ABI generation's struct (crate::generation).
+///
+/// # Safety
+/// As [`hsaKmtRegisterGraphicsHandleToNodes`], for the caller's generation's struct.
+#[unsafe(export_name = "hsaKmtRegisterGraphicsHandleToNodes")]
+pub unsafe extern "C" fn plain_hsaKmtRegisterGraphicsHandleToNodes(
+    GraphicsResourceHandle: HSAuint64,
+    GraphicsResourceInfo: *mut HsaGraphicsResourceInfo,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+) -> HSAKMT_STATUS {
+    let name = "hsaKmtRegisterGraphicsHandleToNodes";
+    let g = generation::for_function(name);
+    // SAFETY: the same contract, for generation `g`.
+    unsafe { register_graphics(name, g, GraphicsResourceHandle, GraphicsResourceInfo.cast(), NumberOfNodes, NodeArray) }
 }
 
 /// As RegisterGraphicsHandleToNodes; the register flags only choose the VA kind upstream,
-/// and every import here gets an SVM address.
+/// and every import here gets an SVM address. Our headers' binding (`…Ext_abi1`).
 ///
 /// # Safety
 /// As [`hsaKmtRegisterGraphicsHandleToNodes`].
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtRegisterGraphicsHandleToNodesExt_abi1")]
 pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodesExt(
     GraphicsResourceHandle: HSAuint64,
     GraphicsResourceInfo: *mut HsaGraphicsResourceInfo,
@@ -498,5 +528,25 @@ pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodesExt(
     NodeArray: *mut HSAuint32,
     _RegisterFlags: HSA_REGISTER_MEM_FLAGS,
 ) -> HSAKMT_STATUS {
-    register_graphics("hsaKmtRegisterGraphicsHandleToNodesExt", GraphicsResourceHandle, GraphicsResourceInfo, NumberOfNodes, NodeArray)
+    let name = "hsaKmtRegisterGraphicsHandleToNodesExt";
+    // SAFETY: the same contract.
+    unsafe { register_graphics(name, Generation::NEWEST, GraphicsResourceHandle, GraphicsResourceInfo.cast(), NumberOfNodes, NodeArray) }
+}
+
+/// The plain symbol: the caller's ABI generation's struct (crate::generation).
+///
+/// # Safety
+/// As [`hsaKmtRegisterGraphicsHandleToNodes`], for the caller's generation's struct.
+#[unsafe(export_name = "hsaKmtRegisterGraphicsHandleToNodesExt")]
+pub unsafe extern "C" fn plain_hsaKmtRegisterGraphicsHandleToNodesExt(
+    GraphicsResourceHandle: HSAuint64,
+    GraphicsResourceInfo: *mut HsaGraphicsResourceInfo,
+    NumberOfNodes: HSAuint64,
+    NodeArray: *mut HSAuint32,
+    _RegisterFlags: HSA_REGISTER_MEM_FLAGS,
+) -> HSAKMT_STATUS {
+    let name = "hsaKmtRegisterGraphicsHandleToNodesExt";
+    let g = generation::for_function(name);
+    // SAFETY: the same contract, for generation `g`.
+    unsafe { register_graphics(name, g, GraphicsResourceHandle, GraphicsResourceInfo.cast(), NumberOfNodes, NodeArray) }
 }

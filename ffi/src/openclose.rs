@@ -14,6 +14,15 @@ static RUNTIME_CAPS: AtomicU32 = AtomicU32::new(0);
 #[unsafe(no_mangle)]
 pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
     guard_status("hsaKmtOpenKFD", || {
+        // The struct layouts of plain-symbol callers are decided before anything else, so a
+        // bad HSAKMT_ABI fails every open instead of falling back to a guess.
+        crate::generation::decide().map_err(|msg| {
+            // Printed whatever HSAKMT_DEBUG_LEVEL says: the user asked for something that
+            // cannot be served, and the status alone would not say what.
+            eprintln!("hsakmt: {msg}");
+            crate::boundary::set_last_error(msg);
+            Status::ERROR
+        })?;
         global::install_fork_handlers();
         let mut t = global::thunk();
         t.open(pid(), global::make_port).map_err(|e| {

@@ -13,16 +13,20 @@
 //! ring's address and size; the KFD does not tell user mode the VMID, so `VMID` is 0.
 
 use crate::boundary::{guard, out};
+use crate::generation::{self, read_record, write_record};
 use crate::global::{with_ctx, with_ctx_mut};
+use hsakmt_core::abi::generation::{Generation, Record};
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::queue::QueueRequest;
 use hsakmt_core::Status;
 use std::ffi::c_void;
 
+/// Our headers' binding (`hsaKmtCreateQueue_abi1`): the newest `HsaQueueResource`.
+///
 /// # Safety
 /// `QueueResource` must be NULL or valid for reads and writes; `Event` NULL or an event of
 /// this thunk.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtCreateQueue_abi1")]
 pub unsafe extern "C" fn hsaKmtCreateQueue(
     NodeId: HSAuint32,
     Type: HSA_QUEUE_TYPE,
@@ -33,19 +37,59 @@ pub unsafe extern "C" fn hsaKmtCreateQueue(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
-    if Type == HSA_QUEUE_SDMA_BY_ENG_ID {
-        return Status::ERROR.0; // needs an engine id: CreateQueueExt (upstream)
-    }
     // SAFETY: forwarded under the same contract.
-    unsafe {
-        create("hsaKmtCreateQueue", NodeId, Type, QueuePercentage, Priority, 0, QueueAddress, QueueSizeInBytes, 0, Event, QueueResource)
-    }
+    unsafe { create_v1(Generation::NEWEST, NodeId, Type, QueuePercentage, Priority, QueueAddress, QueueSizeInBytes, Event, QueueResource) }
+}
+
+/// The plain symbol: the caller's ABI generation's `HsaQueueResource` (crate::generation).
+///
+/// # Safety
+/// As hsaKmtCreateQueue, for the caller's generation's struct.
+#[allow(clippy::too_many_arguments)] // the C signature is fixed
+#[unsafe(export_name = "hsaKmtCreateQueue")]
+pub unsafe extern "C" fn plain_hsaKmtCreateQueue(
+    NodeId: HSAuint32,
+    Type: HSA_QUEUE_TYPE,
+    QueuePercentage: HSAuint32,
+    Priority: HSA_QUEUE_PRIORITY,
+    QueueAddress: *mut c_void,
+    QueueSizeInBytes: HSAuint64,
+    Event: *mut HsaEvent,
+    QueueResource: *mut HsaQueueResource,
+) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtCreateQueue");
+    // SAFETY: forwarded under the same contract.
+    unsafe { create_v1(g, NodeId, Type, QueuePercentage, Priority, QueueAddress, QueueSizeInBytes, Event, QueueResource) }
 }
 
 /// # Safety
+/// As hsaKmtCreateQueue, for generation `g`'s struct.
+#[allow(clippy::too_many_arguments)]
+unsafe fn create_v1(
+    g: Generation,
+    node: u32,
+    ty: HSA_QUEUE_TYPE,
+    percentage: u32,
+    priority: HSA_QUEUE_PRIORITY,
+    ring: *mut c_void,
+    ring_size: u64,
+    event: *mut HsaEvent,
+    res: *mut HsaQueueResource,
+) -> HSAKMT_STATUS {
+    if ty == HSA_QUEUE_SDMA_BY_ENG_ID {
+        return Status::ERROR.0; // needs an engine id: CreateQueueExt (upstream)
+    }
+    let req = Request { name: "hsaKmtCreateQueue", node, ty, percentage, priority, engine: 0, ring, ring_size, metadata: 0 };
+    // SAFETY: forwarded under the same contract.
+    unsafe { create(g, req, event, res.cast()) }
+}
+
+/// Our headers' binding (`hsaKmtCreateQueueExt_abi1`): the newest `HsaQueueResource`.
+///
+/// # Safety
 /// As hsaKmtCreateQueue.
 #[allow(clippy::too_many_arguments)] // the C signature is fixed
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtCreateQueueExt_abi1")]
 pub unsafe extern "C" fn hsaKmtCreateQueueExt(
     NodeId: HSAuint32,
     Type: HSA_QUEUE_TYPE,
@@ -57,28 +101,60 @@ pub unsafe extern "C" fn hsaKmtCreateQueueExt(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
+    let req = Request {
+        name: "hsaKmtCreateQueueExt",
+        node: NodeId,
+        ty: Type,
+        percentage: QueuePercentage,
+        priority: Priority,
+        engine: SdmaEngineId,
+        ring: QueueAddress,
+        ring_size: QueueSizeInBytes,
+        metadata: 0,
+    };
     // SAFETY: forwarded under the same contract.
-    unsafe {
-        create(
-            "hsaKmtCreateQueueExt",
-            NodeId,
-            Type,
-            QueuePercentage,
-            Priority,
-            SdmaEngineId,
-            QueueAddress,
-            QueueSizeInBytes,
-            0,
-            Event,
-            QueueResource,
-        )
-    }
+    unsafe { create(Generation::NEWEST, req, Event, QueueResource.cast()) }
 }
 
+/// The plain symbol: the caller's ABI generation's `HsaQueueResource` (crate::generation).
+///
+/// # Safety
+/// As hsaKmtCreateQueue, for the caller's generation's struct.
+#[allow(clippy::too_many_arguments)] // the C signature is fixed
+#[unsafe(export_name = "hsaKmtCreateQueueExt")]
+pub unsafe extern "C" fn plain_hsaKmtCreateQueueExt(
+    NodeId: HSAuint32,
+    Type: HSA_QUEUE_TYPE,
+    QueuePercentage: HSAuint32,
+    Priority: HSA_QUEUE_PRIORITY,
+    SdmaEngineId: HSAuint32,
+    QueueAddress: *mut c_void,
+    QueueSizeInBytes: HSAuint64,
+    Event: *mut HsaEvent,
+    QueueResource: *mut HsaQueueResource,
+) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtCreateQueueExt");
+    let req = Request {
+        name: "hsaKmtCreateQueueExt",
+        node: NodeId,
+        ty: Type,
+        percentage: QueuePercentage,
+        priority: Priority,
+        engine: SdmaEngineId,
+        ring: QueueAddress,
+        ring_size: QueueSizeInBytes,
+        metadata: 0,
+    };
+    // SAFETY: forwarded under the same contract.
+    unsafe { create(g, req, Event, QueueResource.cast()) }
+}
+
+/// Our headers' binding (`hsaKmtCreateQueueV2_abi1`): the newest `HsaQueueResource`.
+///
 /// # Safety
 /// As hsaKmtCreateQueue.
 #[allow(clippy::too_many_arguments)] // the C signature is fixed
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtCreateQueueV2_abi1")]
 pub unsafe extern "C" fn hsaKmtCreateQueueV2(
     NodeId: HSAuint32,
     Type: HSA_QUEUE_TYPE,
@@ -91,28 +167,57 @@ pub unsafe extern "C" fn hsaKmtCreateQueueV2(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
+    let req = Request {
+        name: "hsaKmtCreateQueueV2",
+        node: NodeId,
+        ty: Type,
+        percentage: QueuePercentage,
+        priority: Priority,
+        engine: SdmaEngineId,
+        ring: QueueAddress,
+        ring_size: QueueSizeInBytes,
+        metadata: MetaDataPrefetchSizeInBytes,
+    };
     // SAFETY: forwarded under the same contract.
-    unsafe {
-        create(
-            "hsaKmtCreateQueueV2",
-            NodeId,
-            Type,
-            QueuePercentage,
-            Priority,
-            SdmaEngineId,
-            QueueAddress,
-            QueueSizeInBytes,
-            MetaDataPrefetchSizeInBytes,
-            Event,
-            QueueResource,
-        )
-    }
+    unsafe { create(Generation::NEWEST, req, Event, QueueResource.cast()) }
 }
 
+/// The plain symbol: the caller's ABI generation's `HsaQueueResource` (crate::generation).
+///
 /// # Safety
-/// As hsaKmtCreateQueue.
-#[allow(clippy::too_many_arguments)]
-unsafe fn create(
+/// As hsaKmtCreateQueue, for the caller's generation's struct.
+#[allow(clippy::too_many_arguments)] // the C signature is fixed
+#[unsafe(export_name = "hsaKmtCreateQueueV2")]
+pub unsafe extern "C" fn plain_hsaKmtCreateQueueV2(
+    NodeId: HSAuint32,
+    Type: HSA_QUEUE_TYPE,
+    QueuePercentage: HSAuint32,
+    Priority: HSA_QUEUE_PRIORITY,
+    SdmaEngineId: HSAuint32,
+    QueueAddress: *mut c_void,
+    QueueSizeInBytes: HSAuint64,
+    MetaDataPrefetchSizeInBytes: HSAuint64,
+    Event: *mut HsaEvent,
+    QueueResource: *mut HsaQueueResource,
+) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtCreateQueueV2");
+    let req = Request {
+        name: "hsaKmtCreateQueueV2",
+        node: NodeId,
+        ty: Type,
+        percentage: QueuePercentage,
+        priority: Priority,
+        engine: SdmaEngineId,
+        ring: QueueAddress,
+        ring_size: QueueSizeInBytes,
+        metadata: MetaDataPrefetchSizeInBytes,
+    };
+    // SAFETY: forwarded under the same contract.
+    unsafe { create(g, req, Event, QueueResource.cast()) }
+}
+
+/// The scalar arguments of the CreateQueue family.
+struct Request {
     name: &'static str,
     node: u32,
     ty: HSA_QUEUE_TYPE,
@@ -122,35 +227,43 @@ unsafe fn create(
     ring: *mut c_void,
     ring_size: u64,
     metadata: u64,
-    event: *mut HsaEvent,
-    res: *mut HsaQueueResource,
-) -> HSAKMT_STATUS {
-    guard(name, || {
+}
+
+/// # Safety
+/// `res` must be NULL or valid for reads and writes of generation `g`'s `HsaQueueResource`;
+/// `event` NULL or an event of this thunk.
+unsafe fn create(g: Generation, r: Request, event: *mut HsaEvent, res: *mut u8) -> HSAKMT_STATUS {
+    guard(r.name, || {
         with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
-        let res = unsafe { out(res) }?;
+        if res.is_null() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        // SAFETY: non-NULL, and the caller's contract for generation `g`.
+        let mut q: HsaQueueResource = unsafe { read_record(g, Record::HsaQueueResource, res) };
         // SAFETY: each union member is 8 bytes of plain data; the caller sets the AQL
         // pointers (and ErrorReason) before the call.
-        let (rptr, wptr) = unsafe { (res.__anon_union_3.QueueRptrValue, res.__anon_union_2.QueueWptrValue) };
+        let (rptr, wptr) = unsafe { (q.__anon_union_3.QueueRptrValue, q.__anon_union_2.QueueWptrValue) };
         let req = QueueRequest {
-            node,
-            queue_type: ty,
-            percentage,
-            priority,
-            sdma_engine_id: engine,
-            ring: ring as u64,
-            ring_size,
-            metadata_size: metadata,
+            node: r.node,
+            queue_type: r.ty,
+            percentage: r.percentage,
+            priority: r.priority,
+            sdma_engine_id: r.engine,
+            ring: r.ring as u64,
+            ring_size: r.ring_size,
+            metadata_size: r.metadata,
             error_event: (!event.is_null()).then_some(event as usize),
-            error_reason: res.ErrorReason as u64,
+            error_reason: q.ErrorReason as u64,
             rptr,
             wptr,
         };
-        let q = with_ctx_mut(|c| c.create_queue(&req))?;
-        res.QueueId = q.queue_id;
-        res.__anon_union_1 = HsaQueueResource__anon_union_1 { QueueDoorBell: q.doorbell };
-        res.__anon_union_2 = HsaQueueResource__anon_union_2 { QueueWptrValue: q.wptr };
-        res.__anon_union_3 = HsaQueueResource__anon_union_3 { QueueRptrValue: q.rptr };
+        let created = with_ctx_mut(|c| c.create_queue(&req))?;
+        q.QueueId = created.queue_id;
+        q.__anon_union_1 = HsaQueueResource__anon_union_1 { QueueDoorBell: created.doorbell };
+        q.__anon_union_2 = HsaQueueResource__anon_union_2 { QueueWptrValue: created.wptr };
+        q.__anon_union_3 = HsaQueueResource__anon_union_3 { QueueRptrValue: created.rptr };
+        // SAFETY: as above.
+        unsafe { write_record(g, Record::HsaQueueResource, &q, res) };
         Ok(())
     })
 }
@@ -191,17 +304,37 @@ pub unsafe extern "C" fn hsaKmtSetQueueCUMask(QueueId: HSA_QUEUEID, CUMaskCount:
     })
 }
 
+/// Our headers' binding (`hsaKmtGetQueueInfo_abi1`): the newest `HsaQueueInfo`.
+///
 /// # Safety
 /// `QueueInfo` must be NULL or writable.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtGetQueueInfo_abi1")]
 pub unsafe extern "C" fn hsaKmtGetQueueInfo(QueueId: HSA_QUEUEID, QueueInfo: *mut HsaQueueInfo) -> HSAKMT_STATUS {
+    // SAFETY: the same contract.
+    unsafe { queue_info(Generation::NEWEST, QueueId, QueueInfo.cast()) }
+}
+
+/// The plain symbol: the caller's ABI generation's `HsaQueueInfo` (crate::generation).
+///
+/// # Safety
+/// `QueueInfo` must be NULL or writable for the caller's generation's struct.
+#[unsafe(export_name = "hsaKmtGetQueueInfo")]
+pub unsafe extern "C" fn plain_hsaKmtGetQueueInfo(QueueId: HSA_QUEUEID, QueueInfo: *mut HsaQueueInfo) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtGetQueueInfo");
+    // SAFETY: the same contract, for generation `g`.
+    unsafe { queue_info(g, QueueId, QueueInfo.cast()) }
+}
+
+/// # Safety
+/// `dst` must be NULL or writable for generation `g`'s `HsaQueueInfo`.
+unsafe fn queue_info(g: Generation, id: HSA_QUEUEID, dst: *mut u8) -> HSAKMT_STATUS {
     guard("hsaKmtGetQueueInfo", || {
         with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
-        let out = unsafe { out(QueueInfo) }?;
-        let i = with_ctx(|c| c.queue_info(QueueId))?;
-        out.QueueDetailError = 0;
-        out.QueueTypeExtended = 0;
+        if dst.is_null() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let i = with_ctx(|c| c.queue_info(id))?;
+        let mut out: HsaQueueInfo = zerocopy::FromZeros::new_zeroed();
         out.NumCUAssigned = i.cu_mask_bits;
         out.CUMaskInfo = i.cu_mask as *mut u32;
         out.UserContextSaveArea = i.user_context_save_area as *mut u32;
@@ -210,6 +343,8 @@ pub unsafe extern "C" fn hsaKmtGetQueueInfo(QueueId: HSA_QUEUEID, QueueInfo: *mu
         out.ControlStackUsedInBytes = i.control_stack_used;
         out.SaveAreaHeader = i.save_area_header as *mut HsaUserContextSaveAreaHeader;
         out.SaveAreaAllocSize = i.save_area_alloc_size;
+        // SAFETY: non-NULL, and the caller's contract for generation `g`.
+        unsafe { write_record(g, Record::HsaQueueInfo, &out, dst) };
         Ok(())
     })
 }

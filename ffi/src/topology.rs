@@ -2,8 +2,11 @@
 //! hsaKmtGetNode*Properties calls, with upstream's check order and statuses.
 
 use crate::boundary::{guard, out, out_slice};
+use crate::generation::{self, write_record};
 use crate::global::{self, pid, with_ctx, with_ctx_mut};
+use hsakmt_core::abi::generation::{Generation, Record};
 use hsakmt_core::abi::hsakmt::*;
+use hsakmt_core::Status;
 
 /// # Safety
 /// `SystemProperties` must be NULL or valid for writes.
@@ -36,14 +39,37 @@ pub extern "C" fn hsaKmtReleaseSystemProperties() -> HSAKMT_STATUS {
     })
 }
 
+/// Our headers' binding (`hsaKmtGetNodeProperties_abi1`): the newest layout.
+///
 /// # Safety
 /// `NodeProperties` must be NULL or valid for writes.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtGetNodeProperties_abi1")]
 pub unsafe extern "C" fn hsaKmtGetNodeProperties(NodeId: HSAuint32, NodeProperties: *mut HsaNodeProperties) -> HSAKMT_STATUS {
+    // SAFETY: the same contract.
+    unsafe { node_properties(Generation::NEWEST, NodeId, NodeProperties.cast()) }
+}
+
+/// The plain symbol: the caller's ABI generation's layout (crate::generation).
+///
+/// # Safety
+/// `NodeProperties` must be NULL or valid for writes of the caller's generation's struct.
+#[unsafe(export_name = "hsaKmtGetNodeProperties")]
+pub unsafe extern "C" fn plain_hsaKmtGetNodeProperties(NodeId: HSAuint32, NodeProperties: *mut HsaNodeProperties) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtGetNodeProperties");
+    // SAFETY: the same contract, for generation `g`.
+    unsafe { node_properties(g, NodeId, NodeProperties.cast()) }
+}
+
+/// # Safety
+/// `dst` must be NULL or valid for writes of `g`'s `HsaNodeProperties`.
+unsafe fn node_properties(g: Generation, id: u32, dst: *mut u8) -> HSAKMT_STATUS {
     guard("hsaKmtGetNodeProperties", || {
-        // SAFETY: the C caller's pointer contract.
-        let dst = unsafe { out(NodeProperties) }?;
-        *dst = with_ctx(|c| c.node_properties(NodeId))?;
+        if dst.is_null() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let p = with_ctx(|c| c.node_properties(id))?;
+        // SAFETY: non-NULL, and the caller's contract for generation `g`.
+        unsafe { write_record(g, Record::HsaNodeProperties, &p, dst) };
         Ok(())
     })
 }
@@ -63,34 +89,103 @@ pub unsafe extern "C" fn hsaKmtGetNodeMemoryProperties(
     })
 }
 
+/// Our headers' binding (`hsaKmtGetNodeCacheProperties_abi1`): the newest layout.
+///
 /// # Safety
 /// `CacheProperties` must be NULL or valid for writes of `NumCaches` elements.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtGetNodeCacheProperties_abi1")]
 pub unsafe extern "C" fn hsaKmtGetNodeCacheProperties(
     NodeId: HSAuint32,
     ProcessorId: HSAuint32,
     NumCaches: HSAuint32,
     CacheProperties: *mut HsaCacheProperties,
 ) -> HSAKMT_STATUS {
-    guard("hsaKmtGetNodeCacheProperties", || {
-        // SAFETY: the C caller's pointer contract.
-        let dst = unsafe { out_slice(CacheProperties, NumCaches as usize) }?;
-        with_ctx(|c| c.node_cache_properties(NodeId, ProcessorId, dst))
-    })
+    // SAFETY: the same contract.
+    unsafe { cache_properties(Generation::NEWEST, NodeId, ProcessorId, NumCaches, CacheProperties.cast()) }
+}
+
+/// The plain symbol: the caller's ABI generation's layout (crate::generation).
+///
+/// # Safety
+/// `CacheProperties` must be NULL or valid for writes of `NumCaches` elements of the
+/// caller's generation's struct.
+#[unsafe(export_name = "hsaKmtGetNodeCacheProperties")]
+pub unsafe extern "C" fn plain_hsaKmtGetNodeCacheProperties(
+    NodeId: HSAuint32,
+    ProcessorId: HSAuint32,
+    NumCaches: HSAuint32,
+    CacheProperties: *mut HsaCacheProperties,
+) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtGetNodeCacheProperties");
+    // SAFETY: the same contract, for generation `g`.
+    unsafe { cache_properties(g, NodeId, ProcessorId, NumCaches, CacheProperties.cast()) }
 }
 
 /// # Safety
+/// `dst` must be NULL or valid for writes of `n` elements of `g`'s `HsaCacheProperties`.
+unsafe fn cache_properties(g: Generation, id: u32, processor: u32, n: u32, dst: *mut u8) -> HSAKMT_STATUS {
+    guard("hsaKmtGetNodeCacheProperties", || {
+        if dst.is_null() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let stride = g.size_of(Record::HsaCacheProperties);
+        with_ctx(|c| {
+            let caches = c.node_caches(id, processor, n)?;
+            for (i, cache) in caches.iter().enumerate() {
+                // SAFETY: non-NULL, `i < n`: inside the caller's array of `g`'s structs.
+                unsafe { write_record(g, Record::HsaCacheProperties, cache, dst.add(i * stride)) };
+            }
+            Ok(())
+        })
+    })
+}
+
+/// Our headers' binding (`hsaKmtGetNodeIoLinkProperties_abi1`): the newest layout.
+///
+/// # Safety
 /// `IoLinkProperties` must be NULL or valid for writes of `NumIoLinks` elements.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "hsaKmtGetNodeIoLinkProperties_abi1")]
 pub unsafe extern "C" fn hsaKmtGetNodeIoLinkProperties(
     NodeId: HSAuint32,
     NumIoLinks: HSAuint32,
     IoLinkProperties: *mut HsaIoLinkProperties,
 ) -> HSAKMT_STATUS {
+    // SAFETY: the same contract.
+    unsafe { io_link_properties(Generation::NEWEST, NodeId, NumIoLinks, IoLinkProperties.cast()) }
+}
+
+/// The plain symbol: the caller's ABI generation's layout (crate::generation).
+///
+/// # Safety
+/// `IoLinkProperties` must be NULL or valid for writes of `NumIoLinks` elements of the
+/// caller's generation's struct.
+#[unsafe(export_name = "hsaKmtGetNodeIoLinkProperties")]
+pub unsafe extern "C" fn plain_hsaKmtGetNodeIoLinkProperties(
+    NodeId: HSAuint32,
+    NumIoLinks: HSAuint32,
+    IoLinkProperties: *mut HsaIoLinkProperties,
+) -> HSAKMT_STATUS {
+    let g = generation::for_function("hsaKmtGetNodeIoLinkProperties");
+    // SAFETY: the same contract, for generation `g`.
+    unsafe { io_link_properties(g, NodeId, NumIoLinks, IoLinkProperties.cast()) }
+}
+
+/// # Safety
+/// `dst` must be NULL or valid for writes of `n` elements of `g`'s `HsaIoLinkProperties`.
+unsafe fn io_link_properties(g: Generation, id: u32, n: u32, dst: *mut u8) -> HSAKMT_STATUS {
     guard("hsaKmtGetNodeIoLinkProperties", || {
-        // SAFETY: the C caller's pointer contract.
-        let dst = unsafe { out_slice(IoLinkProperties, NumIoLinks as usize) }?;
-        with_ctx(|c| c.node_io_link_properties(NodeId, dst))
+        if dst.is_null() {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let stride = g.size_of(Record::HsaIoLinkProperties);
+        with_ctx(|c| {
+            let links = c.node_io_links(id, n)?;
+            for (i, link) in links.iter().enumerate() {
+                // SAFETY: non-NULL, `i < n`: inside the caller's array of `g`'s structs.
+                unsafe { write_record(g, Record::HsaIoLinkProperties, link, dst.add(i * stride)) };
+            }
+            Ok(())
+        })
     })
 }
 

@@ -38,6 +38,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import gen_generations  # noqa: E402  (the grown records decide which functions are bound)
 DATA = os.path.join(ROOT, "core", "tests", "data")
 INCLUDE = os.path.join(ROOT, "ffi", "include", "hsakmt")
 CTESTS = os.path.join(ROOT, "ffi", "tests", "c")
@@ -347,6 +349,7 @@ def gen_types_header(ht, hconsts):
             d1, d2, d3, d4 = uuid_parts(v)
             out.append("HSA_DEFINE_UUID(%s, 0x%08x, 0x%04x, 0x%04x, %s);  /* %s */"
                        % (n, d1, d2, d3, ", ".join("0x%02x" % b for b in d4), v))
+    out += gen_compat_types()
     out += [
         "",
         "#pragma pack(pop, hsakmttypes_h)",
@@ -358,6 +361,119 @@ def gen_types_header(ht, hconsts):
         "#endif /* _HSAKMTTYPES_H_ */",
     ]
     return "\n".join(out) + "\n"
+
+
+def compat_names():
+    """Rows of generations/names.tsv: identifiers of released headers the newest ones dropped."""
+    rows = read_tsv(os.path.join("generations", "names.tsv"))
+    return [r for r in rows if r[0] != "name" and not r[1].endswith("_tag")]
+
+
+def gen_compat_types():
+    """Names that code written for released ROCm uses and the newest headers dropped
+    (generations/names.tsv), laid out as the last release that had them."""
+    out = ["", "/*", " * Kept for code written against released ROCm headers (they were dropped upstream later).", " */"]
+    for name, kind, first, last, note in compat_names():
+        if kind.startswith("typedef"):
+            m = re.search(r"layout in generations/([\w.-]+)\.tsv", note)
+            gt = Types(read_tsv(os.path.join("generations", m.group(1) + ".tsv")))
+            size, align = gt.types[name]
+            out.append("/* %s: in upstream's headers from %s to %s. */" % (name, first, last))
+            emit_aggregate(out, name, size, align, gt.members[name], typedef=True)
+        elif kind == "static_const":
+            d1, d2, d3, d4 = uuid_parts(note.split()[0])
+            out.append("/* %s: in upstream's headers from %s to %s. */" % (name, first, last))
+            out.append("HSA_DEFINE_UUID(%s, 0x%08x, 0x%04x, 0x%04x, %s);"
+                       % (name, d1, d2, d3, ", ".join("0x%02x" % b for b in d4)))
+    return out
+
+
+# Parameter names of dropped functions (names.tsv records only the types).
+COMPAT_PARAM_NAMES = {"hsaKmtGetKernelDebugTrapVersionInfo": ["Major", "Minor"]}
+
+
+def compat_functions():
+    """(name, return type, parameters, first, last) of dropped hsaKmt* functions."""
+    out = []
+    for name, kind, first, last, note in compat_names():
+        if kind == "function":
+            m = re.match(r"^(\w+) \((.*)\)$", note)
+            names = COMPAT_PARAM_NAMES.get(name, [])
+            types = [t.strip() for t in m.group(2).split(",")]
+            params = ", ".join("%s%s%s" % (t, "" if t.endswith("*") else " ", names[i] if i < len(names) else "p%d" % i)
+                               for i, t in enumerate(types))
+            out.append((name, m.group(1), params, first, last))
+    return out
+
+
+# Functions the generation test programs call (their prototypes are the same in every
+# generation), and per generation a function its headers introduced, if any: a program that
+# imports it carries the evidence the library's detection looks for.
+GENERATION_TEST_FUNCTIONS = [
+    "hsaKmtOpenKFD", "hsaKmtCloseKFD", "hsaKmtAcquireSystemProperties", "hsaKmtReleaseSystemProperties",
+    "hsaKmtGetNodeProperties", "hsaKmtGetNodeCacheProperties", "hsaKmtGetNodeIoLinkProperties",
+    "hsaKmtAllocMemory", "hsaKmtFreeMemory", "hsaKmtMapMemoryToGPU", "hsaKmtUnmapMemoryToGPU",
+    "hsaKmtCreateQueue", "hsaKmtDestroyQueue", "hsaKmtGetQueueInfo",
+]
+
+
+def gen_generation_test_header(label, funcs):
+    """A C header with generation `label`'s layouts of every record and plain prototypes of
+    GENERATION_TEST_FUNCTIONS: what a client built against that release's headers compiles."""
+    gt = Types(read_tsv(os.path.join("generations", label + ".tsv")))
+    guard = "HSAKMT_GENERATION_" + re.sub(r"\W", "_", label).upper() + "_H"
+    out = [
+        "/*",
+        " * hsakmt-rs test header: the %s ABI generation of the hsakmttypes.h records, as a" % label,
+        " * client built against those upstream headers sees them. SPDX-License-Identifier: MIT",
+        " * %s" % GENERATED_NOTE.replace("the tables in core/tests/data", "core/tests/data/generations/%s.tsv" % label),
+        " * Functions are declared with their plain names (no HSAKMT_ABI_BIND), as upstream did.",
+        " */",
+        "#ifndef %s" % guard,
+        "#define %s" % guard,
+        "#include <stdbool.h>",
+        "#include <stdint.h>",
+        "#include <stddef.h>",
+        "#define HSAKMTAPI",
+        "#define HSA_GENERATION_LABEL \"%s\"" % label,
+    ]
+    # The few constants the test programs use (their values never changed: names.tsv).
+    consts = {r[0]: r[1] for r in read_tsv("hsakmt-constants.tsv")}
+    for c in ("HSAKMT_STATUS_SUCCESS", "HSAKMT_STATUS_ERROR", "HSA_QUEUE_COMPUTE_AQL", "HSA_QUEUE_SDMA", "HSA_QUEUE_PRIORITY_NORMAL"):
+        out.append("#define %s %s" % (c, consts[c]))
+    for name, (size, align, under) in gt.typedefs.items():
+        m = re.match(r"^(.*)\[(\d+)\]$", under)
+        if size == "incomplete" or "(*)" in under:
+            continue
+        if m:
+            out.append("typedef %s %s[%s];" % (m.group(1), name, m.group(2)))
+        elif under.endswith("*"):
+            out.append("typedef %s%s;" % (under, name))
+        else:
+            out.append("typedef %s %s;" % (under, name))
+    for name, (size, align, under) in gt.enums.items():
+        out.append("typedef %s %s;" % (under, name))
+    out.append("#pragma pack(push, 4)")
+    for tname, (size, align) in gt.types.items():
+        if is_legacy_model(tname):
+            continue
+        emit_aggregate(out, tname, size, align, gt.members[tname], typedef=True)
+    out.append("#pragma pack(pop)")
+    for tname, (size, align) in gt.types.items():
+        if not is_legacy_model(tname):
+            out.append("_Static_assert(sizeof(%s) == %d, \"%s\");" % (tname, size, tname))
+    for tname, rows in gt.members.items():
+        if is_legacy_model(tname):
+            continue
+        for r in rows:
+            if r[0] == "field" and not is_aggregate_row(r) and not r[2].split(".")[-1].startswith("__anon"):
+                out.append("_Static_assert(offsetof(%s, %s) == %s, \"%s.%s\");" % (tname, c_path(r[2]), r[3], tname, r[2]))
+    table = {f[1]: f for f in funcs if f[0] == "hsakmt.h"}
+    for name in GENERATION_TEST_FUNCTIONS:
+        _, _, ret, params = table[name]
+        out.append("%s HSAKMTAPI %s(%s);" % (ret, name, params))
+    out += ["#endif", ""]
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,10 +545,43 @@ def gen_kfd_header(kt, kconsts, ioctls):
 
 KFD_FORWARD = ["kfd_ioctl_dbg_trap_args", "kfd_runtime_info", "kfd_dbg_device_info_entry"]
 
+# The layout serial of these headers: functions taking a record whose layout grew over
+# upstream's releases bind to `<name>_abi1` (see ffi/src/generation). A future header that
+# changes such a layout moves them to `_abi2`; the library keeps serving `_abi1` forever.
+ABI_SERIAL = "abi1"
 
-def emit_functions(out, funcs):
+
+def bound_functions(funcs):
+    """hsakmt.h functions with a pointer parameter to a grown record -> [records]."""
+    grown = set(gen_generations.grown_records())
+    out = {}
     for header, name, ret, params in funcs:
-        out.append("%s HSAKMTAPI %s(%s);" % (ret, name, params))
+        if header != "hsakmt.h":
+            continue
+        recs = []
+        for p in split_top(params):
+            if "*" not in p:
+                continue
+            base = re.sub(r"\b(const|volatile)\b", "", p.split("*")[0]).strip()
+            if base in grown:
+                recs.append(base)
+        if recs:
+            out[name] = recs
+    return out
+
+
+# Prototypes whose parameter type changed upstream: (function, parameter type) -> the
+# type these headers declare so that code of every generation compiles (see gen_api_header).
+FLAGS_ARG = {("hsaKmtMapMemoryToGPUNodes", "HsaMemFlags"): "HsaMapMemoryFlagsArg"}
+
+
+def emit_functions(out, funcs, bound=None):
+    for header, name, ret, params in funcs:
+        bind = " HSAKMT_ABI_BIND(%s_%s)" % (name, ABI_SERIAL) if bound and name in bound else ""
+        for (fn, ptype), arg in FLAGS_ARG.items():
+            if fn == name:
+                params = re.sub(r"\b%s\b" % ptype, arg, params)
+        out.append("%s HSAKMTAPI %s(%s)%s;" % (ret, name, params, bind))
 
 
 def gen_api_header(funcs):
@@ -452,9 +601,62 @@ def gen_api_header(funcs):
         "/* Declared here too in case a different kfd_ioctl.h was included first. */",
     ]
     out += ["struct %s;" % s for s in KFD_FORWARD]
-    out += ["", "/* Every function returns a HSAKMT_STATUS; see hsakmttypes.h for the codes. */"]
-    emit_functions(out, [f for f in funcs if f[0] == "hsakmt.h"])
-    out += ["", "#ifdef __cplusplus", "} /* extern \"C\" */", "#endif", "", "#endif /* _HSAKMT_H_ */"]
+    out += [
+        "",
+        "/*",
+        " * ABI generations. Upstream grew some structs over its releases (fields inserted or",
+        " * appended) while every symbol kept the version HSAKMT_1. The functions marked",
+        " * HSAKMT_ABI_BIND take such structs: code compiled with these headers binds them to",
+        " * symbols of their own (<name>_%s), which always use the layouts declared here. The" % ABI_SERIAL,
+        " * plain names serve binaries built against other headers, in the layouts libhsakmt",
+        " * detects for them at the first hsaKmtOpenKFD (or HSAKMT_ABI=<generation>).",
+        " * Define HSAKMT_NO_ABI_BIND to call the plain names (then set HSAKMT_ABI=newest).",
+        " */",
+        "#if (defined(__GNUC__) || defined(__clang__)) && !defined(HSAKMT_NO_ABI_BIND)",
+        "#define HSAKMT_ABI_BIND(symbol) __asm__(#symbol)",
+        "#else",
+        "#define HSAKMT_ABI_BIND(symbol)",
+        "#endif",
+        "",
+        "",
+        "/*",
+        " * hsaKmtMapMemoryToGPUNodes took an HsaMemMapFlags up to ROCm 7.0 and takes an HsaMemFlags in",
+        " * the newest headers; the flags are not used (as upstream), and both spellings compile: in C",
+        " * through a transparent union, in C++ through an overload below.",
+        " */",
+        "#if !defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))",
+        "typedef union {",
+        "    HsaMemFlags MemFlags;",
+        "    HsaMemMapFlags MemMapFlags;",
+        "} __attribute__((__transparent_union__)) HsaMapMemoryFlagsArg;",
+        "#else",
+        "typedef HsaMemFlags HsaMapMemoryFlagsArg;",
+        "#endif",
+        "",
+        "/* Every function returns a HSAKMT_STATUS; see hsakmttypes.h for the codes. */",
+    ]
+    emit_functions(out, [f for f in funcs if f[0] == "hsakmt.h"], bound_functions(funcs))
+    out += ["", "/* Functions of released headers that the newest ones dropped (NOT_SUPPORTED here). */"]
+    for name, ret, params, first, last in compat_functions():
+        out.append("/* In upstream's headers from %s to %s. */" % (first, last))
+        out.append("%s HSAKMTAPI %s(%s);" % (ret, name, params))
+    out += ["", "#ifdef __cplusplus", "} /* extern \"C\" */", ""]
+    out += [
+        "/* Code written for ROCm up to 7.0 passes an HsaMemMapFlags (see HsaMapMemoryFlagsArg). */",
+        "static inline HSAKMT_STATUS hsaKmtMapMemoryToGPUNodes(void *MemoryAddress, HSAuint64 MemorySizeInBytes,",
+        "                                                      HSAuint64 *AlternateVAGPU, HsaMemMapFlags MemMapFlags,",
+        "                                                      HSAuint64 NumberOfNodes, HSAuint32 *NodeArray)",
+        "{",
+        "    HsaMemFlags flags;",
+        "    flags.Value = 0;",
+        "    (void)MemMapFlags;",
+        "    return hsaKmtMapMemoryToGPUNodes(MemoryAddress, MemorySizeInBytes, AlternateVAGPU, flags, NumberOfNodes,",
+        "                                     NodeArray);",
+        "}",
+        "#endif",
+        "",
+        "#endif /* _HSAKMT_H_ */",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -915,6 +1117,8 @@ def check_hand_signatures(funcs, ht, kt):
     table = {f[1]: f for f in funcs if f[0] in ("hsakmt.h", "hsakmtctx.h")}
     problems = []
     for name, (file, types, ret) in sorted(hand_written_signatures().items()):
+        # `plain_<name>` is the export of a bound function's plain symbol (ffi/src/generation).
+        name = name[len("plain_"):] if name.startswith("plain_") else name
         if name not in table:
             continue
         header, _, cret, cparams = table[name]
@@ -980,6 +1184,36 @@ def gen_exports(funcs, ht, kt):
     return "\n".join(head + uses) + "\n\n" + "\n".join(items)
 
 
+def gen_bindings(bound):
+    out = [
+        "// @generated by tools/abi-gen/gen_c.py from the generation tables. Do not edit.",
+        "//! The functions our headers bind to `<name>_%s` (HSAKMT_ABI_BIND in hsakmt.h): those" % ABI_SERIAL,
+        "//! taking a record whose layout grew over upstream's releases.",
+        "",
+        "/// (plain symbol, symbol our headers bind, grown records it takes).",
+        "pub const BOUND: &[(&str, &str, &[&str])] = &[",
+    ]
+    for name in sorted(bound):
+        out.append('    ("%s", "%s_%s", &[%s]),' % (name, name, ABI_SERIAL, ", ".join('"%s"' % r for r in bound[name])))
+    out.append("];")
+    return "\n".join(out) + "\n"
+
+
+def check_bound_exports(bound):
+    """Every bound function needs both exports, by hand: `<name>_abi1` and plain `<name>`."""
+    text = ""
+    for fn in sorted(os.listdir(FFI_SRC)):
+        if fn.endswith(".rs") and fn != "gen_exports.rs":
+            with open(os.path.join(FFI_SRC, fn)) as f:
+                text += f.read()
+    problems = []
+    for name in sorted(bound):
+        for sym in ("%s_%s" % (name, ABI_SERIAL), name):
+            if 'export_name = "%s"' % sym not in text:
+                problems.append("%s: no `#[unsafe(export_name = \"%s\")]` export in ffi/src" % (name, sym))
+    return problems
+
+
 def rustfmt(text):
     exe = shutil.which("rustfmt")
     if not exe:
@@ -1024,8 +1258,12 @@ def main():
         os.path.join(CTESTS, "abi_static_asserts.c"): asserts,
         os.path.join(CTESTS, "abi_runtime_checks.c"): gen_runtime_checks(ht, hconsts),
         os.path.join(FFI_SRC, "gen_exports.rs"): rustfmt(gen_exports(funcs, ht, kt)),
+        os.path.join(FFI_SRC, "gen_bindings.rs"): rustfmt(gen_bindings(bound_functions(funcs))),
     }
-    problems = check_hand_signatures(funcs, ht, kt)
+    for row in read_tsv(os.path.join("generations", "index.tsv")):
+        if row[0] not in ("label", "newest"):
+            outputs[os.path.join(CTESTS, "generations", row[0] + ".h")] = gen_generation_test_header(row[0], funcs)
+    problems = check_hand_signatures(funcs, ht, kt) + check_bound_exports(bound_functions(funcs))
     for p in problems:
         print("gen_c.py: hand-written export does not match the header: " + p)
     stale = []

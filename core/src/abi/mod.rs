@@ -3,6 +3,7 @@
 //! row against the compiler-computed tables in `tests/data` by `tests/abi_tables.rs`.
 
 mod accessors;
+pub mod generation;
 #[path = "gen_hsakmt.rs"]
 pub mod hsakmt;
 pub mod ioc;

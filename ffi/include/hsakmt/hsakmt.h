@@ -23,17 +23,47 @@ struct kfd_ioctl_dbg_trap_args;
 struct kfd_runtime_info;
 struct kfd_dbg_device_info_entry;
 
+/*
+ * ABI generations. Upstream grew some structs over its releases (fields inserted or
+ * appended) while every symbol kept the version HSAKMT_1. The functions marked
+ * HSAKMT_ABI_BIND take such structs: code compiled with these headers binds them to
+ * symbols of their own (<name>_abi1), which always use the layouts declared here. The
+ * plain names serve binaries built against other headers, in the layouts libhsakmt
+ * detects for them at the first hsaKmtOpenKFD (or HSAKMT_ABI=<generation>).
+ * Define HSAKMT_NO_ABI_BIND to call the plain names (then set HSAKMT_ABI=newest).
+ */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(HSAKMT_NO_ABI_BIND)
+#define HSAKMT_ABI_BIND(symbol) __asm__(#symbol)
+#else
+#define HSAKMT_ABI_BIND(symbol)
+#endif
+
+
+/*
+ * hsaKmtMapMemoryToGPUNodes took an HsaMemMapFlags up to ROCm 7.0 and takes an HsaMemFlags in
+ * the newest headers; the flags are not used (as upstream), and both spellings compile: in C
+ * through a transparent union, in C++ through an overload below.
+ */
+#if !defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+typedef union {
+    HsaMemFlags MemFlags;
+    HsaMemMapFlags MemMapFlags;
+} __attribute__((__transparent_union__)) HsaMapMemoryFlagsArg;
+#else
+typedef HsaMemFlags HsaMapMemoryFlagsArg;
+#endif
+
 /* Every function returns a HSAKMT_STATUS; see hsakmttypes.h for the codes. */
 HSAKMT_STATUS HSAKMTAPI hsaKmtOpenKFD(void);
 HSAKMT_STATUS HSAKMTAPI hsaKmtCloseKFD(void);
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetVersion(HsaVersionInfo* VersionInfo);
 HSAKMT_STATUS HSAKMTAPI hsaKmtAcquireSystemProperties(HsaSystemProperties* SystemProperties);
 HSAKMT_STATUS HSAKMTAPI hsaKmtReleaseSystemProperties(void);
-HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeProperties(HSAuint32 NodeId, HsaNodeProperties* NodeProperties);
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeProperties(HSAuint32 NodeId, HsaNodeProperties* NodeProperties) HSAKMT_ABI_BIND(hsaKmtGetNodeProperties_abi1);
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeMemoryProperties(HSAuint32 NodeId, HSAuint32 NumBanks, HsaMemoryProperties* MemoryProperties);
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeWallclockFrequency(HSAuint32 NodeId, uint64_t* Frequency);
-HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeCacheProperties(HSAuint32 NodeId, HSAuint32 ProcessorId, HSAuint32 NumCaches, HsaCacheProperties* CacheProperties);
-HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeIoLinkProperties(HSAuint32 NodeId, HSAuint32 NumIoLinks, HsaIoLinkProperties* IoLinkProperties);
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeCacheProperties(HSAuint32 NodeId, HSAuint32 ProcessorId, HSAuint32 NumCaches, HsaCacheProperties* CacheProperties) HSAKMT_ABI_BIND(hsaKmtGetNodeCacheProperties_abi1);
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeIoLinkProperties(HSAuint32 NodeId, HSAuint32 NumIoLinks, HsaIoLinkProperties* IoLinkProperties) HSAKMT_ABI_BIND(hsaKmtGetNodeIoLinkProperties_abi1);
 HSAKMT_STATUS HSAKMTAPI hsaKmtCreateEvent(HsaEventDescriptor* EventDesc, bool ManualReset, bool IsSignaled, HsaEvent** Event);
 HSAKMT_STATUS HSAKMTAPI hsaKmtDestroyEvent(HsaEvent* Event);
 HSAKMT_STATUS HSAKMTAPI hsaKmtSetEvent(HsaEvent* Event);
@@ -44,13 +74,13 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtWaitOnEvent_Ext(HsaEvent* Event, HSAuint32 Millise
 HSAKMT_STATUS HSAKMTAPI hsaKmtWaitOnMultipleEvents(HsaEvent* Events[], HSAuint32 NumEvents, bool WaitOnAll, HSAuint32 Milliseconds);
 HSAKMT_STATUS HSAKMTAPI hsaKmtWaitOnMultipleEvents_Ext(HsaEvent* Events[], HSAuint32 NumEvents, bool WaitOnAll, HSAuint32 Milliseconds, uint64_t *event_age);
 HSAKMT_STATUS HSAKMTAPI hsaKmtReportQueue(HSA_QUEUEID QueueId, HsaQueueReport* QueueReport);
-HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueue(HSAuint32 NodeId, HSA_QUEUE_TYPE Type, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, void* QueueAddress, HSAuint64 QueueSizeInBytes, HsaEvent* Event, HsaQueueResource* QueueResource);
-HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueueExt(HSAuint32 NodeId, HSA_QUEUE_TYPE Type, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, HSAuint32 SdmaEngineId, void* QueueAddress, HSAuint64 QueueSizeInBytes, HsaEvent* Event, HsaQueueResource* QueueResource);
-HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueueV2(HSAuint32 NodeId, HSA_QUEUE_TYPE Type, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, HSAuint32 SdmaEngineId, void* QueueAddress, HSAuint64 QueueSizeInBytes, HSAuint64 MetaDataPrefetchSizeInBytes, HsaEvent* Event, HsaQueueResource* QueueResource);
+HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueue(HSAuint32 NodeId, HSA_QUEUE_TYPE Type, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, void* QueueAddress, HSAuint64 QueueSizeInBytes, HsaEvent* Event, HsaQueueResource* QueueResource) HSAKMT_ABI_BIND(hsaKmtCreateQueue_abi1);
+HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueueExt(HSAuint32 NodeId, HSA_QUEUE_TYPE Type, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, HSAuint32 SdmaEngineId, void* QueueAddress, HSAuint64 QueueSizeInBytes, HsaEvent* Event, HsaQueueResource* QueueResource) HSAKMT_ABI_BIND(hsaKmtCreateQueueExt_abi1);
+HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueueV2(HSAuint32 NodeId, HSA_QUEUE_TYPE Type, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, HSAuint32 SdmaEngineId, void* QueueAddress, HSAuint64 QueueSizeInBytes, HSAuint64 MetaDataPrefetchSizeInBytes, HsaEvent* Event, HsaQueueResource* QueueResource) HSAKMT_ABI_BIND(hsaKmtCreateQueueV2_abi1);
 HSAKMT_STATUS HSAKMTAPI hsaKmtUpdateQueue(HSA_QUEUEID QueueId, HSAuint32 QueuePercentage, HSA_QUEUE_PRIORITY Priority, void* QueueAddress, HSAuint64 QueueSize, HsaEvent* Event);
 HSAKMT_STATUS HSAKMTAPI hsaKmtDestroyQueue(HSA_QUEUEID QueueId);
 HSAKMT_STATUS HSAKMTAPI hsaKmtSetQueueCUMask(HSA_QUEUEID QueueId, HSAuint32 CUMaskCount, HSAuint32* QueueCUMask);
-HSAKMT_STATUS HSAKMTAPI hsaKmtGetQueueInfo(HSA_QUEUEID QueueId, HsaQueueInfo *QueueInfo);
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetQueueInfo(HSA_QUEUEID QueueId, HsaQueueInfo *QueueInfo) HSAKMT_ABI_BIND(hsaKmtGetQueueInfo_abi1);
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetKernelQueueId(HSA_QUEUEID QueueId, HSAuint32 *KernelInternalQueueId);
 HSAKMT_STATUS HSAKMTAPI hsaKmtQueueRingDoorbell(HSA_QUEUEID QueueId, HSAuint64 value);
 HSAKMT_STATUS HSAKMTAPI hsaKmtSetMemoryPolicy(HSAuint32 Node, HSAuint32 DefaultPolicy, HSAuint32 AlternatePolicy, void* MemoryAddressAlternate, HSAuint64 MemorySizeInBytes);
@@ -62,8 +92,8 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtAvailableMemory(HSAuint32 Node, HSAuint64 *Availab
 HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemory(void* MemoryAddress, HSAuint64 MemorySizeInBytes);
 HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemoryToNodes(void *MemoryAddress, HSAuint64 MemorySizeInBytes, HSAuint64 NumberOfNodes, HSAuint32* NodeArray);
 HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemoryWithFlags(void *MemoryAddress, HSAuint64 MemorySizeInBytes, HsaMemFlags MemFlags);
-HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterGraphicsHandleToNodes(HSAuint64 GraphicsResourceHandle, HsaGraphicsResourceInfo *GraphicsResourceInfo, HSAuint64 NumberOfNodes, HSAuint32* NodeArray);
-HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterGraphicsHandleToNodesExt(HSAuint64 GraphicsResourceHandle, HsaGraphicsResourceInfo *GraphicsResourceInfo, HSAuint64 NumberOfNodes, HSAuint32* NodeArray, HSA_REGISTER_MEM_FLAGS RegisterFlags);
+HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterGraphicsHandleToNodes(HSAuint64 GraphicsResourceHandle, HsaGraphicsResourceInfo *GraphicsResourceInfo, HSAuint64 NumberOfNodes, HSAuint32* NodeArray) HSAKMT_ABI_BIND(hsaKmtRegisterGraphicsHandleToNodes_abi1);
+HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterGraphicsHandleToNodesExt(HSAuint64 GraphicsResourceHandle, HsaGraphicsResourceInfo *GraphicsResourceInfo, HSAuint64 NumberOfNodes, HSAuint32* NodeArray, HSA_REGISTER_MEM_FLAGS RegisterFlags) HSAKMT_ABI_BIND(hsaKmtRegisterGraphicsHandleToNodesExt_abi1);
 HSAKMT_STATUS HSAKMTAPI hsaKmtImportExternalSemaphore(HSAuint32 NodeId, void *NtHandle, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE Type, HSA_EXTERNAL_SEMAPHORE_HANDLE *OutHandle);
 HSAKMT_STATUS HSAKMTAPI hsaKmtDestroyExternalSemaphore(HSA_EXTERNAL_SEMAPHORE_HANDLE Handle);
 HSAKMT_STATUS HSAKMTAPI hsaKmtQueueSignalExternalSemaphore(HSA_QUEUEID QueueId, HSA_EXTERNAL_SEMAPHORE_HANDLE Handle, HSAuint64 Value);
@@ -76,7 +106,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtProcessVMRead(HSAuint32 Pid, HsaMemoryRange *Local
 HSAKMT_STATUS HSAKMTAPI hsaKmtProcessVMWrite(HSAuint32 Pid, HsaMemoryRange *LocalMemoryArray, HSAuint64 LocalMemoryArrayCount, HsaMemoryRange *RemoteMemoryArray, HSAuint64 RemoteMemoryArrayCount, HSAuint64 *SizeCopied);
 HSAKMT_STATUS HSAKMTAPI hsaKmtDeregisterMemory(void* MemoryAddress);
 HSAKMT_STATUS HSAKMTAPI hsaKmtMapMemoryToGPU(void* MemoryAddress, HSAuint64 MemorySizeInBytes, HSAuint64* AlternateVAGPU);
-HSAKMT_STATUS HSAKMTAPI hsaKmtMapMemoryToGPUNodes(void* MemoryAddress, HSAuint64 MemorySizeInBytes, HSAuint64* AlternateVAGPU, HsaMemFlags MemFlags, HSAuint64 NumberOfNodes, HSAuint32* NodeArray);
+HSAKMT_STATUS HSAKMTAPI hsaKmtMapMemoryToGPUNodes(void* MemoryAddress, HSAuint64 MemorySizeInBytes, HSAuint64* AlternateVAGPU, HsaMapMemoryFlagsArg MemFlags, HSAuint64 NumberOfNodes, HSAuint32* NodeArray);
 HSAKMT_STATUS HSAKMTAPI hsaKmtUnmapMemoryToGPU(void* MemoryAddress);
 HSAKMT_STATUS HSAKMTAPI hsaKmtMapGraphicHandle(HSAuint32 NodeId, HSAuint64 GraphicDeviceHandle, HSAuint64 GraphicResourceHandle, HSAuint64 GraphicResourceOffset, HSAuint64 GraphicResourceSize, HSAuint64* FlatMemoryAddress);
 HSAKMT_STATUS HSAKMTAPI hsaKmtUnmapGraphicHandle(HSAuint32 NodeId, HSAuint64 FlatMemoryAddress, HSAuint64 SizeInBytes);
@@ -139,8 +169,24 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtMemHandleFreePreserveMetadata(HsaMemoryObjectHandl
 HSAKMT_STATUS HSAKMTAPI hsaKmtMemoryGetCpuAddr(HsaAMDGPUDeviceHandle DeviceHandle, HsaMemoryObjectHandle MemoryHandle, HSAuint64* cpu_addr);
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetAmdGPUDeviceFd(HsaAMDGPUDeviceHandle DeviceHandle, int *fd);
 
+/* Functions of released headers that the newest ones dropped (NOT_SUPPORTED here). */
+/* In upstream's headers from rocm-5.0.0 to rocm-5.6.1. */
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetKernelDebugTrapVersionInfo(HSAuint32 *Major, HSAuint32 *Minor);
+
 #ifdef __cplusplus
 } /* extern "C" */
+
+/* Code written for ROCm up to 7.0 passes an HsaMemMapFlags (see HsaMapMemoryFlagsArg). */
+static inline HSAKMT_STATUS hsaKmtMapMemoryToGPUNodes(void *MemoryAddress, HSAuint64 MemorySizeInBytes,
+                                                      HSAuint64 *AlternateVAGPU, HsaMemMapFlags MemMapFlags,
+                                                      HSAuint64 NumberOfNodes, HSAuint32 *NodeArray)
+{
+    HsaMemFlags flags;
+    flags.Value = 0;
+    (void)MemMapFlags;
+    return hsaKmtMapMemoryToGPUNodes(MemoryAddress, MemorySizeInBytes, AlternateVAGPU, flags, NumberOfNodes,
+                                     NodeArray);
+}
 #endif
 
 #endif /* _HSAKMT_H_ */

@@ -1127,6 +1127,32 @@ HSA_DEFINE_UUID(HSA_PROFILEBLOCK_AMD_TD, 0x7d7c0fe4, 0xfe41, 0x4fea, 0x92, 0xc9,
 HSA_DEFINE_UUID(HSA_PROFILEBLOCK_AMD_VGT, 0x0b6a8cb7, 0x7a01, 0x409f, 0xa2, 0x2c, 0x30, 0x14, 0x85, 0x4f, 0x13, 0x59);  /* {0b6a8cb7-7a01-409f-a22c-3014854f1359} */
 HSA_DEFINE_UUID(HSA_PROFILEBLOCK_AMD_WD, 0x0e176789, 0x46ed, 0x4b02, 0x97, 0x2a, 0x91, 0x6d, 0x2f, 0xac, 0x24, 0x4a);  /* {0e176789-46ed-4b02-972a-916d2fac244a} */
 
+/*
+ * Kept for code written against released ROCm headers (they were dropped upstream later).
+ */
+/* HsaMemMapFlags: in upstream's headers from rocm-5.0.0 to develop-2025-08-09. */
+/* HsaMemMapFlags: 4 bytes, 4-byte aligned. */
+typedef struct _HsaMemMapFlags {
+    union {
+        struct {
+            unsigned int Reserved1 : 1;
+            unsigned int CachePolicy : 2;
+            unsigned int ReadOnly : 1;
+            unsigned int PageSize : 2;
+            unsigned int HostAccess : 1;
+            unsigned int Migrate : 1;
+            unsigned int Probe : 1;
+            unsigned int Reserved : 23;
+        } ui32;
+        HSAuint32 Value;
+    };
+} HsaMemMapFlags;
+
+/* HSA_PROFILEBLOCK_AMD_IOMMUV2: in upstream's headers from rocm-5.0.0 to rocm-6.3.0. */
+HSA_DEFINE_UUID(HSA_PROFILEBLOCK_AMD_IOMMUV2, 0x80969879, 0xb0f6, 0x4be6, 0x97, 0xf6, 0x6a, 0x63, 0x00, 0xf5, 0x10, 0x1d);
+/* HSA_PROFILEBLOCK_AMD_KERNEL_DRIVER: in upstream's headers from rocm-5.0.0 to rocm-6.3.0. */
+HSA_DEFINE_UUID(HSA_PROFILEBLOCK_AMD_KERNEL_DRIVER, 0xea9b5ae1, 0x6c3f, 0x44b3, 0x89, 0x54, 0xda, 0xf0, 0x75, 0x65, 0xa9, 0x0a);
+
 #pragma pack(pop, hsakmttypes_h)
 
 #ifdef __cplusplus
