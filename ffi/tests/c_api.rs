@@ -1,12 +1,12 @@
 //! The C side of libhsakmt.so: our public headers compile as C and C++ and match the
 //! compiler-measured upstream ABI, the library exports the whole API under HSAKMT_1 with
-//! SONAME libhsakmt.so.1, the pkg-config/CMake files work, and a C program written against
-//! upstream names runs against every built-in model topology.
+//! SONAME libhsakmt.so.1, and a C program written against upstream names runs against every
+//! built-in model topology. (The installed pkg-config and CMake files are tested by
+//! tools/install/tests/install.rs.)
 //!
 //! Needs a C compiler (`$CC` or `cc`); without one every test prints why and passes. C++
-//! checks also need `$CXX` or `c++`; pkg-config, cmake and python3 checks skip when those
-//! tools are missing. Cargo builds this package's cdylib before its integration tests; the
-//! tests find it next to their own executable.
+//! checks also need `$CXX` or `c++`; python3 checks skip when it is missing. Cargo builds this
+//! package's cdylib before its integration tests; the tests find it next to their own executable.
 //!
 //! Expected topology facts for `topology_smoke` live in `EXPECT` below.
 
@@ -28,9 +28,6 @@ const EXPECT: &[(&str, u32, u32, &str, u32)] = &[
     ("mi25", 2, 1, "9.0.0", 256),
 ];
 
-/// Version written into the rendered pkg-config / CMake files (interface major = SONAME major).
-const PACKAGE_VERSION: &str = "1.0.0";
-
 struct Setup {
     cc: String,
     cxx: Option<String>,
@@ -38,7 +35,7 @@ struct Setup {
     lib: PathBuf,
     /// Scratch directory of this test binary.
     work: PathBuf,
-    /// An install-like tree: lib/libhsakmt.so{,.1}, include/, lib/pkgconfig, lib/cmake/hsakmt.
+    /// An install-like tree: lib/libhsakmt.so{,.1}, include/.
     prefix: PathBuf,
 }
 
@@ -61,23 +58,10 @@ fn setup() -> Option<&'static Setup> {
         let _ = fs::remove_dir_all(&work);
         let prefix = work.join("prefix");
         let libdir = prefix.join("lib");
-        fs::create_dir_all(libdir.join("pkgconfig")).unwrap();
-        fs::create_dir_all(libdir.join("cmake/hsakmt")).unwrap();
+        fs::create_dir_all(&libdir).unwrap();
         std::os::unix::fs::symlink(&lib, libdir.join("libhsakmt.so.1")).unwrap();
         std::os::unix::fs::symlink("libhsakmt.so.1", libdir.join("libhsakmt.so")).unwrap();
         std::os::unix::fs::symlink(Path::new(MANIFEST).join("include"), prefix.join("include")).unwrap();
-        let render = |template: &str, out: PathBuf| {
-            let text = fs::read_to_string(Path::new(MANIFEST).join(template)).unwrap();
-            let text = text
-                .replace("@prefix@", prefix.to_str().unwrap())
-                .replace("@libdir@", libdir.to_str().unwrap())
-                .replace("@includedir@", prefix.join("include").to_str().unwrap())
-                .replace("@version@", PACKAGE_VERSION);
-            fs::write(out, text).unwrap();
-        };
-        render("hsakmt.pc.in", libdir.join("pkgconfig/libhsakmt.pc"));
-        render("cmake/hsakmt-config.cmake.in", libdir.join("cmake/hsakmt/hsakmt-config.cmake"));
-        render("cmake/hsakmt-config-version.cmake.in", libdir.join("cmake/hsakmt/hsakmt-config-version.cmake"));
         Some(Setup { cc, cxx, lib, work, prefix })
     });
     if s.is_none() {
@@ -299,68 +283,6 @@ fn soname_is_libhsakmt_so_1() {
         .find_map(|l| l.trim().strip_prefix("SONAME").map(|v| v.trim().to_string()))
         .unwrap_or_default();
     assert_eq!(soname, "libhsakmt.so.1");
-}
-
-#[test]
-fn pkg_config_file() {
-    let Some(s) = setup() else { return };
-    if !tool_works("pkg-config") {
-        eprintln!("SKIPPED: pkg-config not installed");
-        return;
-    }
-    let pc = |args: &[&str]| {
-        let o = run_ok(Command::new("pkg-config").args(args).arg("libhsakmt").env("PKG_CONFIG_PATH", s.prefix.join("lib/pkgconfig")));
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
-    assert_eq!(pc(&["--modversion"]), PACKAGE_VERSION);
-    let cflags = pc(&["--cflags"]);
-    let libs = pc(&["--libs"]);
-    assert!(libs.contains("-lhsakmt"), "{libs}");
-    let src = s.work.join("pc_user.c");
-    fs::write(
-        &src,
-        "#include <hsakmt/hsakmt.h>\n#include <stdio.h>\nint main(void) {\n    HsaVersionInfo v;\n    \
-         printf(\"status %d\\n\", (int)hsaKmtGetVersion(&v));\n    return 0;\n}\n",
-    )
-    .unwrap();
-    let exe = s.work.join("pc_user");
-    let libdir = s.prefix.join("lib");
-    run_ok(
-        Command::new(&s.cc)
-            .args(cflags.split_whitespace())
-            .arg(&src)
-            .arg("-o")
-            .arg(&exe)
-            .args(libs.split_whitespace())
-            .arg(format!("-Wl,-rpath,{}", libdir.display())),
-    );
-    run_ok(&mut Command::new(&exe));
-}
-
-#[test]
-fn cmake_package() {
-    let Some(s) = setup() else { return };
-    if !tool_works("cmake") {
-        eprintln!("SKIPPED: cmake not installed");
-        return;
-    }
-    let proj = s.work.join("cmake_user");
-    fs::create_dir_all(&proj).unwrap();
-    fs::write(
-        proj.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.10)\nproject(hsakmt_user C)\nfind_package(hsakmt 1.0 CONFIG REQUIRED)\n\
-         add_executable(user user.c)\ntarget_link_libraries(user hsakmt::hsakmt)\n",
-    )
-    .unwrap();
-    fs::write(
-        proj.join("user.c"),
-        "#include <hsakmt/hsakmt.h>\nint main(void) {\n    HsaVersionInfo v;\n    (void)hsaKmtGetVersion(&v);\n    return 0;\n}\n",
-    )
-    .unwrap();
-    let build = proj.join("build");
-    run_ok(Command::new("cmake").arg("-S").arg(&proj).arg("-B").arg(&build).arg(format!("-DCMAKE_PREFIX_PATH={}", s.prefix.display())));
-    run_ok(Command::new("cmake").arg("--build").arg(&build));
-    run_ok(&mut Command::new(build.join("user")));
 }
 
 /// The committed generated files (headers, C tests, gen_exports.rs) match the tables and the
