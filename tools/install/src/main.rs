@@ -299,8 +299,10 @@ impl Installer {
         let (staged, tmp) = self.temp_for(dst)?;
         if elf && self.strip {
             let strip = std::env::var_os("STRIP").unwrap_or_else(|| "strip".into());
-            run(Command::new(&strip).arg("--strip-debug").arg("-o").arg(&tmp).arg(src))
-                .map_err(|e| format!("{e}\n(strip comes with binutils; --no-strip installs unstripped files)"))?;
+            run(Command::new(&strip).arg("--strip-debug").arg("-o").arg(&tmp).arg(src)).map_err(|e| {
+                let _ = fs::remove_file(&tmp);
+                format!("{e}\n(strip comes with binutils; --no-strip installs unstripped files)")
+            })?;
         } else {
             fs::copy(src, &tmp).map_err(|e| format!("copy {} to {}: {e}", src.display(), tmp.display()))?;
         }
