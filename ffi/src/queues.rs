@@ -101,19 +101,21 @@ pub unsafe extern "C" fn hsaKmtCreateQueueExt(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
-    let req = Request {
-        name: "hsaKmtCreateQueueExt",
-        node: NodeId,
-        ty: Type,
-        percentage: QueuePercentage,
-        priority: Priority,
-        engine: SdmaEngineId,
-        ring: QueueAddress,
-        ring_size: QueueSizeInBytes,
-        metadata: 0,
-    };
     // SAFETY: forwarded under the same contract.
-    unsafe { create(Generation::NEWEST, req, Event, QueueResource.cast()) }
+    unsafe {
+        create_ext(
+            Generation::NEWEST,
+            NodeId,
+            Type,
+            QueuePercentage,
+            Priority,
+            SdmaEngineId,
+            QueueAddress,
+            QueueSizeInBytes,
+            Event,
+            QueueResource,
+        )
+    }
 }
 
 /// The plain symbol: the caller's ABI generation's `HsaQueueResource` (crate::generation).
@@ -134,19 +136,8 @@ pub unsafe extern "C" fn plain_hsaKmtCreateQueueExt(
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
     let g = generation::for_function("hsaKmtCreateQueueExt");
-    let req = Request {
-        name: "hsaKmtCreateQueueExt",
-        node: NodeId,
-        ty: Type,
-        percentage: QueuePercentage,
-        priority: Priority,
-        engine: SdmaEngineId,
-        ring: QueueAddress,
-        ring_size: QueueSizeInBytes,
-        metadata: 0,
-    };
-    // SAFETY: forwarded under the same contract.
-    unsafe { create(g, req, Event, QueueResource.cast()) }
+    // SAFETY: forwarded under the same contract, for generation `g`.
+    unsafe { create_ext(g, NodeId, Type, QueuePercentage, Priority, SdmaEngineId, QueueAddress, QueueSizeInBytes, Event, QueueResource) }
 }
 
 /// Our headers' binding (`hsaKmtCreateQueueV2_abi1`): the newest `HsaQueueResource`.
@@ -167,19 +158,22 @@ pub unsafe extern "C" fn hsaKmtCreateQueueV2(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
-    let req = Request {
-        name: "hsaKmtCreateQueueV2",
-        node: NodeId,
-        ty: Type,
-        percentage: QueuePercentage,
-        priority: Priority,
-        engine: SdmaEngineId,
-        ring: QueueAddress,
-        ring_size: QueueSizeInBytes,
-        metadata: MetaDataPrefetchSizeInBytes,
-    };
     // SAFETY: forwarded under the same contract.
-    unsafe { create(Generation::NEWEST, req, Event, QueueResource.cast()) }
+    unsafe {
+        create_v2(
+            Generation::NEWEST,
+            NodeId,
+            Type,
+            QueuePercentage,
+            Priority,
+            SdmaEngineId,
+            QueueAddress,
+            QueueSizeInBytes,
+            MetaDataPrefetchSizeInBytes,
+            Event,
+            QueueResource,
+        )
+    }
 }
 
 /// The plain symbol: the caller's ABI generation's `HsaQueueResource` (crate::generation).
@@ -201,19 +195,63 @@ pub unsafe extern "C" fn plain_hsaKmtCreateQueueV2(
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
     let g = generation::for_function("hsaKmtCreateQueueV2");
-    let req = Request {
-        name: "hsaKmtCreateQueueV2",
-        node: NodeId,
-        ty: Type,
-        percentage: QueuePercentage,
-        priority: Priority,
-        engine: SdmaEngineId,
-        ring: QueueAddress,
-        ring_size: QueueSizeInBytes,
-        metadata: MetaDataPrefetchSizeInBytes,
-    };
+    // SAFETY: forwarded under the same contract, for generation `g`.
+    unsafe {
+        create_v2(
+            g,
+            NodeId,
+            Type,
+            QueuePercentage,
+            Priority,
+            SdmaEngineId,
+            QueueAddress,
+            QueueSizeInBytes,
+            MetaDataPrefetchSizeInBytes,
+            Event,
+            QueueResource,
+        )
+    }
+}
+
+/// # Safety
+/// As hsaKmtCreateQueue, for generation `g`'s struct.
+#[allow(clippy::too_many_arguments)]
+unsafe fn create_ext(
+    g: Generation,
+    node: u32,
+    ty: HSA_QUEUE_TYPE,
+    percentage: u32,
+    priority: HSA_QUEUE_PRIORITY,
+    engine: u32,
+    ring: *mut c_void,
+    ring_size: u64,
+    event: *mut HsaEvent,
+    res: *mut HsaQueueResource,
+) -> HSAKMT_STATUS {
+    let req = Request { name: "hsaKmtCreateQueueExt", node, ty, percentage, priority, engine, ring, ring_size, metadata: 0 };
     // SAFETY: forwarded under the same contract.
-    unsafe { create(g, req, Event, QueueResource.cast()) }
+    unsafe { create(g, req, event, res.cast()) }
+}
+
+/// # Safety
+/// As hsaKmtCreateQueue, for generation `g`'s struct.
+#[allow(clippy::too_many_arguments)]
+unsafe fn create_v2(
+    g: Generation,
+    node: u32,
+    ty: HSA_QUEUE_TYPE,
+    percentage: u32,
+    priority: HSA_QUEUE_PRIORITY,
+    engine: u32,
+    ring: *mut c_void,
+    ring_size: u64,
+    metadata: u64,
+    event: *mut HsaEvent,
+    res: *mut HsaQueueResource,
+) -> HSAKMT_STATUS {
+    let req = Request { name: "hsaKmtCreateQueueV2", node, ty, percentage, priority, engine, ring, ring_size, metadata };
+    // SAFETY: forwarded under the same contract.
+    unsafe { create(g, req, event, res.cast()) }
 }
 
 /// The scalar arguments of the CreateQueue family.
