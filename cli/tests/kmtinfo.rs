@@ -48,6 +48,27 @@ fn model_option_and_json() {
     assert!(out.trim_end().ends_with("]}"));
 }
 
+/// Each catalogue system shows its own CPUs (model/CATALOGUE.md, "Host CPUs"), never the
+/// machine's: both sockets named, with their caches.
+#[test]
+fn cpu_nodes_are_the_catalogue_systems_own() {
+    // (system, CPU, CPU nodes, its L3 line: 8 or 12 CCDs of 32 MiB, one 13.75 MiB L3)
+    for (model, cpu, nodes, l3) in [
+        ("mi210", "AMD EPYC 7763 64-Core Processor", 2, "L3 x8 (32.0 MiB each)"),
+        ("mi300x", "AMD EPYC 9654 96-Core Processor", 2, "L3 x12 (32.0 MiB each)"),
+        ("mi25", "Intel(R) Xeon(R) Gold 5115 CPU @ 2.40GHz", 1, "L3 x1 (13.8 MiB each)"),
+    ] {
+        let o = kmtinfo(&["--model", model], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{model}: {}", String::from_utf8_lossy(&o.stderr));
+        for n in 0..nodes {
+            assert!(out.contains(&format!("Node {n}: CPU {cpu}\n")), "{model}: node {n} is not a {cpu}:\n{out}");
+        }
+        assert_eq!(out.matches(l3).count(), nodes, "{model}: every CPU node has its L3:\n{out}");
+        assert!(!out.contains("(no model name)"), "{model}");
+    }
+}
+
 #[test]
 fn broken_topology_directory_fails_clearly() {
     let dir = std::env::temp_dir().join(format!("kmtinfo-broken-{}", std::process::id()));

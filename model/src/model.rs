@@ -221,6 +221,9 @@ pub struct Model {
     /// The pid of `state`'s process, readable without the lock: every ioctl checks its caller
     /// against it ("Using KFD FD in wrong process"), so the hot ones (events) skip `state`.
     pub(crate) owner: std::sync::atomic::AtomicU32,
+    /// A catalogue system's own /proc/cpuinfo and /sys/devices/system/cpu (built on first
+    /// use); `None` for a topology directory or tree, whose CPUs are the host's.
+    pub(crate) host_cpus: OnceLock<Option<Tree>>,
 }
 
 impl Drop for Model {
@@ -306,6 +309,7 @@ impl Model {
             shared: Weak::new(),
             engine_runs: AtomicU64::new(0),
             owner: std::sync::atomic::AtomicU32::new(current_pid()),
+            host_cpus: OnceLock::new(),
         })
     }
 
@@ -342,6 +346,19 @@ impl Model {
 
     pub fn kfd_version(&self) -> (u32, u32) {
         self.config.kfd_version
+    }
+
+    /// The CPU description the model serves for `/proc/cpuinfo` and `/sys/devices/system/cpu`
+    /// (paths [`catalogue::cpus::CPUINFO`] and [`catalogue::cpus::SYS_CPU`]): a catalogue
+    /// system's own CPUs, or `None` where the host's files are passed through, as upstream's
+    /// model mode reads them (`HSA_MODEL_TOPOLOGY` directories and in-memory trees).
+    pub fn host_cpus(&self) -> Option<&Tree> {
+        self.host_cpus
+            .get_or_init(|| match &self.config.topology {
+                TopologySource::Catalogue(name) => catalogue::host_cpus(name),
+                TopologySource::Directory(_) | TopologySource::Tree(_) => None,
+            })
+            .as_ref()
     }
 
     /// Write the served topology below `dir` (for `HSA_MODEL_TOPOLOGY` users).

@@ -10,8 +10,8 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-/// Host directories the CPU trees pass through to (upstream's model mode reads CPU data from
-/// the host too).
+/// Host directories the CPU trees pass through to when the model has no CPUs of its own
+/// (upstream's model mode reads CPU data from the host).
 const HOST_CPU_DIR: &str = "/sys/devices/system/cpu";
 const HOST_CPUINFO: &str = "/proc/cpuinfo";
 
@@ -41,6 +41,17 @@ fn host_path(tree: SysTree, path: &str) -> Result<std::path::PathBuf, Errno> {
         SysTree::CpuInfo => return Err(Errno(Errno::ENOENT)),
         SysTree::Topology => unreachable!("served from the model tree"),
     })
+}
+
+/// The path of a CPU tree file in [`Model::host_cpus`].
+fn cpu_tree_path(tree: SysTree, path: &str) -> Result<String, Errno> {
+    use crate::catalogue::cpus::{CPUINFO, SYS_CPU};
+    match tree {
+        SysTree::Cpu => Ok(format!("{SYS_CPU}/{}", path.trim_start_matches('/'))),
+        SysTree::CpuInfo if path.is_empty() => Ok(CPUINFO.to_string()),
+        SysTree::CpuInfo => Err(Errno(Errno::ENOENT)),
+        SysTree::Topology => unreachable!("served from the model tree"),
+    }
 }
 
 fn io_errno(e: std::io::Error) -> Errno {
@@ -120,16 +131,18 @@ impl Kfd for Model {
     }
 
     fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
-        match tree {
-            SysTree::Topology => copy_out(self.tree.read(path).map_err(vfs_errno)?, buf),
-            _ => copy_out(&std::fs::read(host_path(tree, path)?).map_err(io_errno)?, buf),
+        match (tree, self.host_cpus()) {
+            (SysTree::Topology, _) => copy_out(self.tree.read(path).map_err(vfs_errno)?, buf),
+            (_, Some(cpus)) => copy_out(cpus.read(&cpu_tree_path(tree, path)?).map_err(vfs_errno)?, buf),
+            (_, None) => copy_out(&std::fs::read(host_path(tree, path)?).map_err(io_errno)?, buf),
         }
     }
 
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
-        match tree {
-            SysTree::Topology => self.tree.count_numbered(dir).map_err(vfs_errno),
-            _ => {
+        match (tree, self.host_cpus()) {
+            (SysTree::Topology, _) => self.tree.count_numbered(dir).map_err(vfs_errno),
+            (_, Some(cpus)) => cpus.count_numbered(&cpu_tree_path(tree, dir)?).map_err(vfs_errno),
+            (_, None) => {
                 let rd = std::fs::read_dir(host_path(tree, dir)?).map_err(io_errno)?;
                 Ok(rd
                     .filter_map(|e| e.ok())

@@ -4,8 +4,12 @@
 //! here, so these tests run without the shared fixtures. When the fixtures are present, the generated
 //! files are also compared with them byte for byte (every file the capture has).
 
+use hsakmt_core::abi::hsakmt::HsaCacheProperties;
+use hsakmt_core::context::{Context, OpenConfig};
+use hsakmt_model::catalogue::cpus::CacheType;
 use hsakmt_model::catalogue::{self, build, catalogue_names};
 use hsakmt_model::vfs::{parse_properties, prop, Tree};
+use hsakmt_model::{Model, ModelConfig};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -248,4 +252,93 @@ fn export_round_trips() {
     assert_eq!(back, build("rx7900xtx").unwrap());
     assert!(catalogue::export("nope", &dir).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What the thunk makes of a model's CPU nodes: (MarketingName, NumCPUCores, CComputeIdLo,
+/// caches) of every CPU node, read through the model's port as the HSA runtime reads them.
+fn cpu_nodes_through_the_thunk(model: Model) -> Vec<(String, u32, u32, Vec<HsaCacheProperties>)> {
+    let mut c = Context::open(Box::new(model), OpenConfig::default()).expect("open");
+    c.acquire_system_properties().expect("acquire");
+    let topo = c.topology().expect("snapshot");
+    topo.nodes
+        .iter()
+        .filter(|n| n.gpu_id == 0)
+        .map(|n| {
+            let wide = n.props.MarketingName;
+            let name: String = wide.iter().take_while(|&&u| u != 0).map(|&u| char::from_u32(u32::from(u)).unwrap_or('?')).collect();
+            (name, n.props.NumCPUCores, n.props.CComputeIdLo, n.caches.clone())
+        })
+        .collect()
+}
+
+/// Every CPU node of every catalogue system has its part's name and its caches: L1 data and
+/// instruction, L2 and L3, one L1/L2 per core and one L3 per sharing group, sizes in bytes (the
+/// unit of upstream's sysfs fallback), whatever CPUs the machine running the test has.
+#[test]
+fn every_cpu_node_has_a_name_and_caches() {
+    for name in catalogue_names() {
+        let sockets = catalogue::sockets(name).unwrap();
+        let nodes = cpu_nodes_through_the_thunk(Model::new(ModelConfig::catalogue(name)).unwrap());
+        assert_eq!(nodes.len(), sockets.len(), "{name}: one CPU node per socket");
+        for (i, ((cpu_name, cores, apic, caches), s)) in nodes.iter().zip(&sockets).enumerate() {
+            let part = s.part;
+            assert!(!cpu_name.is_empty(), "{name}: CPU node {i} has no name");
+            assert_eq!(cpu_name, part.name, "{name}: CPU node {i}");
+            assert_eq!(*cores, part.cores * part.threads_per_core, "{name}: CPU node {i} cores");
+            assert_eq!(*apic, s.apic_base, "{name}: CPU node {i} first APIC id");
+            assert!(!caches.is_empty(), "{name}: CPU node {i} has no caches");
+            let instances = |k: &catalogue::cpus::CpuCache| part.cores / if k.cores_sharing == 0 { part.cores } else { k.cores_sharing };
+            for k in part.caches {
+                let kind = match k.kind {
+                    CacheType::Data => 1,
+                    CacheType::Instruction => 2,
+                    CacheType::Unified => 3,
+                };
+                let same: Vec<&HsaCacheProperties> =
+                    caches.iter().filter(|c| c.CacheLevel == k.level && { c.CacheType.Value } & 3 == kind).collect();
+                assert_eq!(same.len() as u32, instances(k), "{name}: CPU node {i}, L{} {:?} instances", k.level, k.kind);
+                for c in same {
+                    assert_eq!(c.CacheSize, k.size_kib * 1024, "{name}: L{} size", k.level);
+                    assert_eq!(c.CacheLineSize, 64);
+                    assert_eq!(c.CacheAssociativity, k.ways);
+                    assert_eq!(c.CacheType.bf_CPU(), 1);
+                    // Owned by a CPU of this node: APIC ids from the node's base.
+                    let first = s.apic_base;
+                    assert!((first..first + part.cores * part.threads_per_core).contains(&{ c.ProcessorIdLow }), "{name}: owner");
+                }
+            }
+            assert_eq!(caches.len() as u32, part.caches.iter().map(instances).sum::<u32>(), "{name}: CPU node {i}: no other caches");
+        }
+    }
+}
+
+/// A topology directory (`HSA_MODEL_TOPOLOGY`) keeps upstream's model-mode behaviour: CPU names
+/// and caches are the host's, read from /proc/cpuinfo and /sys/devices/system/cpu.
+#[test]
+fn a_topology_directory_uses_the_host_cpus() {
+    let dir = std::env::temp_dir().join(format!("hsakmt-model-hostcpu-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    catalogue::export("mi25", &dir).unwrap();
+    let model = Model::new(ModelConfig::directory(&dir)).unwrap();
+    assert!(model.host_cpus().is_none());
+    let nodes = cpu_nodes_through_the_thunk(model);
+    std::fs::remove_dir_all(&dir).unwrap();
+    // The host's model name of the CPU with APIC id 0 (the node's cpu_core_id_base), if any.
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mut host_name = String::new();
+    let mut current = String::new();
+    for line in info.lines() {
+        if let Some((k, v)) = line.split_once(':') {
+            match k.trim() {
+                "model name" => current = v.trim().to_string(),
+                "apicid" if v.trim() == "0" => host_name = current.chars().take(63).collect(),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].0, host_name, "the CPU node is named after the host's CPU");
+    assert_ne!(nodes[0].0, catalogue::cpus::XEON_GOLD_5115.name);
+    let host_has_caches = Path::new("/sys/devices/system/cpu/cpu0/cache/index0").is_dir();
+    assert_eq!(!nodes[0].3.is_empty(), host_has_caches, "caches come from the host's sysfs");
 }

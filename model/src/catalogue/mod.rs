@@ -5,10 +5,12 @@
 #![allow(clippy::needless_range_loop)] // node tables are indexed by node number
 
 pub mod caches;
+pub mod cpus;
 pub mod sysfs;
 
 use crate::vfs::Tree;
 use caches::{kind, CacheKind, CuLayout, DATA, INST};
+use cpus::{CpuPart, Socket, EPYC_7763, EPYC_9654, RYZEN_7950X, XEON_GOLD_5115};
 use std::io;
 use std::path::Path;
 use sysfs::{Era, Link, MemBank, NodeFiles, NodeProps, System};
@@ -29,11 +31,11 @@ pub fn catalogue_names() -> &'static [&'static str] {
 /// A short description of a catalogue entry.
 pub fn describe(name: &str) -> Option<&'static str> {
     Some(match name {
-        "mi300x" => "2x AMD EPYC + 8x Instinct MI300X (gfx942) in SPX mode, one XGMI hive (10 nodes)",
-        "mi300x-cpx" => "2x AMD EPYC + 8x Instinct MI300X (gfx942) in CPX mode as the real capture: 63 partitions (65 nodes)",
-        "mi210" => "2x AMD EPYC + 8x Instinct MI210 (gfx90a) in two XGMI hives of 4 (10 nodes)",
-        "rx7900xtx" => "1x AMD Ryzen CPU + 1x Radeon RX 7900 XTX (gfx1100), no XGMI (2 nodes)",
-        "mi25" => "1x 20-core CPU + 1x Radeon Instinct MI25 (gfx900), 2018 kernel (2 nodes)",
+        "mi300x" => "2x AMD EPYC 9654 + 8x Instinct MI300X (gfx942) in SPX mode, one XGMI hive (10 nodes)",
+        "mi300x-cpx" => "2x AMD EPYC 9654 + 8x Instinct MI300X (gfx942) in CPX mode as the real capture: 63 partitions (65 nodes)",
+        "mi210" => "2x AMD EPYC 7763 + 8x Instinct MI210 (gfx90a) in two XGMI hives of 4 (10 nodes)",
+        "rx7900xtx" => "1x AMD Ryzen 9 7950X + 1x Radeon RX 7900 XTX (gfx1100), no XGMI (2 nodes)",
+        "mi25" => "1x Intel Xeon Gold 5115 + 1x Radeon Instinct MI25 (gfx900), 2018 kernel (2 nodes)",
         _ => return None,
     })
 }
@@ -49,6 +51,25 @@ pub fn build(name: &str) -> Option<Tree> {
         _ => return None,
     };
     Some(sys.into_tree())
+}
+
+/// The host CPUs of a catalogue entry, one per CPU node in node order.
+pub fn sockets(name: &str) -> Option<Vec<Socket>> {
+    let two = |part: &'static CpuPart, second: u32| vec![Socket { part, apic_base: 0 }, Socket { part, apic_base: second }];
+    Some(match name {
+        // Real (fixtures): cpu_core_id_base 0 and 128 (MI300X), 0 and 64 (MI210).
+        "mi300x" | "mi300x-cpx" => two(&EPYC_9654, 128),
+        "mi210" => two(&EPYC_7763, 64),
+        "rx7900xtx" => vec![Socket { part: &RYZEN_7950X, apic_base: 0 }],
+        "mi25" => vec![Socket { part: &XEON_GOLD_5115, apic_base: 0 }],
+        _ => return None,
+    })
+}
+
+/// A catalogue entry's `/proc/cpuinfo` and `/sys/devices/system/cpu` files (at
+/// [`cpus::CPUINFO`] and [`cpus::SYS_CPU`]): what the thunk reads for CPU node names and caches.
+pub fn host_cpus(name: &str) -> Option<Tree> {
+    sockets(name).map(|s| cpus::host_tree(&s))
 }
 
 /// Write a catalogue entry below `dir` in sysfs layout (usable as `HSA_MODEL_TOPOLOGY`).
@@ -90,11 +111,20 @@ const LINK_PCIE: u64 = 2;
 const LINK_XGMI: u64 = 11;
 
 struct Cpu {
-    cores: u64,
-    core_id_base: u64,
+    socket: Socket,
     mem_bytes: u64,
     mem_width: u64,
     mem_clk: u64,
+}
+
+/// The CPU nodes of catalogue entry `name`, with each socket's memory (bytes, width, MT/s).
+fn cpu_nodes(name: &str, mem: (u64, u64, u64), clk_ccompute: u64) -> Vec<NodeFiles> {
+    let (mem_bytes, mem_width, mem_clk) = mem;
+    sockets(name)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|socket| cpu_node(&Cpu { socket, mem_bytes, mem_width, mem_clk }, clk_ccompute))
+        .collect()
 }
 
 fn cpu_node(c: &Cpu, clk_ccompute: u64) -> NodeFiles {
@@ -102,8 +132,10 @@ fn cpu_node(c: &Cpu, clk_ccompute: u64) -> NodeFiles {
         gpu_id: 0,
         name: String::new(),
         props: NodeProps {
-            cpu_cores_count: c.cores,
-            cpu_core_id_base: c.core_id_base,
+            // amdkfd: the CPUs of the node's NUMA node (SMT threads count) and the APIC id of
+            // its first CPU.
+            cpu_cores_count: u64::from(c.socket.part.logical_cpus()),
+            cpu_core_id_base: u64::from(c.socket.apic_base),
             max_engine_clk_ccompute: clk_ccompute,
             ..NodeProps::default()
         },
@@ -161,9 +193,10 @@ const MI300X_HIVE: u64 = 15_188_982_192_727_901_047;
 /// Filled: MI300X VRAM as amdgpu reports it (192 GiB HBM3 less firmware reservations).
 const MI300X_VRAM: u64 = 205_822_885_888;
 
-/// Filled: the two EPYC sockets (96 cores each as the fixture says; memory filled).
-fn mi300x_cpus() -> [Cpu; 2] {
-    [0, 128].map(|base| Cpu { cores: 96, core_id_base: base, mem_bytes: 768 << 30, mem_width: 64, mem_clk: 4800 })
+/// The two EPYC sockets (96 CPUs each from APIC ids 0 and 128 as the fixture says; the part
+/// and the memory, 768 GiB DDR5-4800 per socket, are filled).
+fn mi300x_cpus() -> Vec<NodeFiles> {
+    cpu_nodes("mi300x", (768 << 30, 64, 4800), 2750)
 }
 
 /// gfx942 per-XCC layout: 4 shader engines x 1 array x 10 CU slots, 38 active (10,10,9,9).
@@ -217,8 +250,7 @@ fn mi300x_gpu_props(num_xcc: u64) -> NodeProps {
 
 /// 8 GPUs in SPX mode: derived from the CPX capture (same host, same kernel).
 fn mi300x_spx() -> System {
-    let cpus = mi300x_cpus();
-    let mut nodes: Vec<NodeFiles> = cpus.iter().map(|c| cpu_node(c, 2750)).collect();
+    let mut nodes = mi300x_cpus();
     let mut ids = Vec::new();
     for g in 0..8usize {
         let node = 2 + g;
@@ -269,8 +301,7 @@ const MI300X_CPX_PARTS: [usize; 8] = [8, 8, 8, 8, 8, 8, 8, 7];
 /// The CPX capture, node for node: properties and io_links follow the fixture exactly; gpu_id,
 /// name, mem_banks, caches and p2p_links are filled.
 fn mi300x_cpx() -> System {
-    let cpus = mi300x_cpus();
-    let mut nodes: Vec<NodeFiles> = cpus.iter().map(|c| cpu_node(c, 2750)).collect();
+    let mut nodes = mi300x_cpus();
     let mut gpu_of = Vec::new(); // node -> GPU index
     let mut ids = Vec::new();
     for (g, &parts) in MI300X_CPX_PARTS.iter().enumerate() {
@@ -357,8 +388,7 @@ const MI210_CACHES: &[CacheKind] =
     &[kind(16, 1, DATA, 1, 64), kind(32, 1, INST, 2, 64), kind(16, 1, DATA, 2, 64), kind(8192, 2, DATA, 14, 128)];
 
 fn mi210() -> System {
-    let cpus = [0, 64].map(|base| Cpu { cores: 64, core_id_base: base, mem_bytes: 512 << 30, mem_width: 64, mem_clk: 3200 });
-    let mut nodes: Vec<NodeFiles> = cpus.iter().map(|c| cpu_node(c, 2450)).collect();
+    let mut nodes = cpu_nodes("mi210", (512 << 30, 64, 3200), 2450);
     let mut ids = Vec::new();
     for g in 0..8usize {
         let node = 2 + g;
@@ -451,9 +481,8 @@ const NAVI31_CACHES: &[CacheKind] = &[
 ];
 
 fn rx7900xtx() -> System {
-    let cpu = Cpu { cores: 16, core_id_base: 0, mem_bytes: 64 << 30, mem_width: 64, mem_clk: 6000 };
     let clk_c = 5700;
-    let mut nodes = vec![cpu_node(&cpu, clk_c)];
+    let mut nodes = cpu_nodes("rx7900xtx", (64 << 30, 64, 6000), clk_c);
     let props = NodeProps {
         simd_count: 192,
         simd_id_base: GPU_PROCESSOR_ID_BASE,
@@ -508,8 +537,7 @@ fn rx7900xtx() -> System {
 const MI25_CACHES: &[CacheKind] = &[kind(16, 1, DATA, 1, 0), kind(8, 1, INST, 4, 0), kind(4, 1, DATA, 4, 0)];
 
 fn mi25() -> System {
-    let cpu = Cpu { cores: 20, core_id_base: 0, mem_bytes: 67_155_521_536, mem_width: 64, mem_clk: 2666 };
-    let mut nodes = vec![cpu_node(&cpu, 3200)];
+    let mut nodes = cpu_nodes("mi25", (67_155_521_536, 64, 2666), 3200);
     let props = NodeProps {
         simd_count: 256,
         simd_id_base: GPU_PROCESSOR_ID_BASE,
