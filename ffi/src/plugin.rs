@@ -185,16 +185,15 @@ impl Kfd for PluginKfd {
 
     fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
         match &self.files {
-            Files::Dir(root) if tree == SysTree::Topology => hsakmt_linux::read_into(&root.join(path), buf),
-            Files::Dir(_) => Err(Errno(Errno::ENOENT)),
+            // Upstream's model mode: the topology from the directory, CPU data from the host.
+            Files::Dir(root) => hsakmt_linux::read_into(&hsakmt_linux::tree_path(root, tree, path), buf),
             Files::Builtin(m) => m.read_file(tree, path, buf),
         }
     }
 
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
         match &self.files {
-            Files::Dir(root) if tree == SysTree::Topology => hsakmt_linux::count_numbered(&root.join(dir)),
-            Files::Dir(_) => Err(Errno(Errno::ENOENT)),
+            Files::Dir(root) => hsakmt_linux::count_numbered(&hsakmt_linux::tree_path(root, tree, dir)),
             Files::Builtin(m) => m.count_numbered_entries(tree, dir),
         }
     }

@@ -545,6 +545,8 @@ fn runs_on_the_model_plugin_named_by_hsa_model_lib() {
     let (o, l) = dump(s, &[("HSA_MODEL_LIB", p), ("HSAKMT_MODEL", "mi210")]);
     assert!(o.status.success(), "{}", show(&o));
     assert_facts(&l, &[("nodes", "nodes 10"), ("node 2 ", "simd 416"), ("node 2 link 1 ", "type 11")], "plugin mi210");
+    // The catalogue's own CPUs: an EPYC 7763 per node, 64 L1d + 64 L1i + 64 L2 + 8 L3.
+    assert_facts(&l, &[("node 0 ", "caches 200"), ("node 1 ", "caches 200")], "plugin mi210 CPU caches");
     // A directory topology with the plugin (upstream's pairing of the two variables).
     let tree = s.work.join("plugin-mi25");
     let _ = fs::remove_dir_all(&tree);
@@ -552,6 +554,10 @@ fn runs_on_the_model_plugin_named_by_hsa_model_lib() {
     let (o, l) = dump(s, &[("HSA_MODEL_LIB", p), ("HSA_MODEL_TOPOLOGY", tree.to_str().unwrap())]);
     assert!(o.status.success(), "{}", show(&o));
     assert_facts(&l, &[("nodes", "nodes 2"), ("node 1 ", "simd 256"), ("node 1 bank 0 ", "size 17163091968")], "plugin mi25 dir");
+    // With a directory the CPU caches are the host's (upstream's model mode reads the host).
+    if Path::new("/sys/devices/system/cpu/cpu0/cache/index0").is_dir() {
+        assert!(!has(&l, "node 0 ", "caches 0"), "plugin mi25 dir: the host's CPU caches:\n{}", l.join("\n"));
+    }
     // A library that is not a model plugin is refused with a message.
     let (o, _) = dump(s, &[("HSA_MODEL_LIB", s.lib.to_str().unwrap()), ("HSAKMT_MODEL", "mi25")]);
     assert!(!o.status.success());
