@@ -118,15 +118,18 @@ fn real_rocm52_headers_read_what_our_headers_read() {
 }
 
 #[test]
-fn real_rocm52_headers_under_valgrind_no_memory_errors() {
+fn old_clients_under_valgrind_no_memory_errors() {
     cprog::require_tool("valgrind", "valgrind (Debian: valgrind)");
     assert!(Path::new("/usr/include/hsakmt.h").is_file(), "this test needs Debian's libhsakmt-dev");
-    let exe = program("generation_topology.c", "topology_debian52", &["-DHSAKMT_HEADER=<hsakmt.h>"]);
-    let mut c = command(scratch(), Path::new("valgrind"));
-    c.args(["--error-exitcode=99", "--leak-check=no", "-q"]).arg(&exe).env("HSAKMT_MODEL", "mi210");
-    let o = run(&mut c);
-    assert!(o.status.success(), "valgrind found errors:\n{}", show(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).ends_with("overwrites 0\n"), "{}", show(&o));
+    let rocm52 = program("generation_topology.c", "topology_debian52", &["-DHSAKMT_HEADER=<hsakmt.h>"]);
+    let mid2025 = old("dev-2025-08", Some("hsaKmtModelEnabled"));
+    for exe in [rocm52, mid2025] {
+        let mut c = command(scratch(), Path::new("valgrind"));
+        c.args(["--error-exitcode=99", "--leak-check=no", "-q"]).arg(&exe).env("HSAKMT_MODEL", "mi210");
+        let o = run(&mut c);
+        assert!(o.status.success(), "valgrind found errors in {exe:?}:\n{}", show(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).ends_with("overwrites 0\n"), "{}", show(&o));
+    }
 }
 
 #[test]
