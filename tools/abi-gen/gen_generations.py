@@ -124,7 +124,7 @@ def compute():
             continue
         releases = first if first == last else "%s to %s" % (first, last)
         gens.append((label, releases, Layouts(read_rows(os.path.join(GEN, label + ".tsv")))))
-    newest_releases = next((r[1] for r in index if r[0] == "newest"), "our headers")
+    newest_releases = next((r[1] for r in index if r[0] == "newest" and r[1] != "-"), "our headers")
 
     records = {}  # tname -> {gen index: (size, spans)}
     for gi, (label, _, lay) in enumerate(gens):

@@ -32,7 +32,7 @@ pub enum Generation {
     Rocm_7_0,
     /// `dev-2025-08`: headers of develop-2025-08-09 to -.
     Dev_2025_08,
-    /// `newest`: our own headers (-).
+    /// `newest`: our own headers (our headers).
     Newest,
 }
 
@@ -88,7 +88,7 @@ impl Generation {
             Generation::Rocm_6_4 => "rocm-6.4.0 to rocm-6.4.3",
             Generation::Rocm_7_0 => "rocm-7.0.0 to rocm-7.0.x",
             Generation::Dev_2025_08 => "develop-2025-08-09 to -",
-            Generation::Newest => "-",
+            Generation::Newest => "our headers",
         }
     }
 }

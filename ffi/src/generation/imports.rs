@@ -11,12 +11,24 @@ use std::ffi::{c_int, c_void, CStr};
 pub struct ObjectImports {
     /// The loader's name for it (`""` for the main program).
     pub name: String,
-    /// The imported `hsaKmt*` symbol names.
+    /// The imported `hsaKmt*` symbol names (or, for `dlsym` callers, the `hsaKmt*` names
+    /// among its read-only strings: see [`loaded_objects`]).
     pub imports: Vec<String>,
+}
+
+/// What the walk over the loaded objects looks for.
+struct Walk {
+    out: Vec<ObjectImports>,
+    /// Also read the `hsaKmt*` names among the read-only strings of objects that import none:
+    /// a runtime that takes the thunk with `dlsym` (DTIF) names its functions there.
+    strings: bool,
+    /// An address inside this library, whose own object is never evidence.
+    own: u64,
 }
 
 const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
+const PF_X: u32 = 1;
 const PF_R: u32 = 4;
 const DT_NULL: u64 = 0;
 const DT_HASH: u64 = 4;
@@ -28,25 +40,50 @@ const DT_GNU_HASH: u64 = 0x6fff_fef5;
 const SYM_SIZE: u64 = 24; // Elf64_Sym
 const SHN_UNDEF: u16 = 0;
 
-/// Every loaded object's `hsaKmt*` imports (objects importing none are left out).
-pub fn loaded_objects() -> Vec<ObjectImports> {
-    let mut out: Vec<ObjectImports> = Vec::new();
+/// Every loaded object's `hsaKmt*` imports (objects importing none are left out). With
+/// `strings`, the `hsaKmt*` names among an object's read-only strings count as imports too.
+pub fn loaded_objects(strings: bool) -> Vec<ObjectImports> {
+    let mut walk = Walk { out: Vec::new(), strings, own: (loaded_objects as fn(bool) -> Vec<ObjectImports>) as usize as u64 };
     // SAFETY: `visit` matches dl_iterate_phdr's callback type and only uses `data` as the
-    // `Vec` passed here, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut out as *mut Vec<ObjectImports>).cast()) };
-    out
+    // `Walk` passed here, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut walk as *mut Walk).cast()) };
+    walk.out
+}
+
+/// The file name of the object this library was loaded from (`libhsakmt.so.1`, `libdtif.so`,
+/// or the program that links it statically), as the loader knows it.
+pub fn own_object_name() -> String {
+    // SAFETY: dladdr only reads the loader's tables; `info` is plain data it fills in.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: any address is allowed; this one is in our own code.
+    let found = unsafe { libc::dladdr(own_object_name as *const c_void, &mut info) } != 0;
+    if !found || info.dli_fname.is_null() {
+        return String::new();
+    }
+    // SAFETY: a NUL-terminated string of the loader's.
+    unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned()
 }
 
 unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
     // SAFETY: dl_iterate_phdr passes a valid info for the duration of the callback and
-    // `data` is the `Vec` of `loaded_objects`.
-    let (info, out) = unsafe { (&*info, &mut *data.cast::<Vec<ObjectImports>>()) };
+    // `data` is the `Walk` of `loaded_objects`.
+    let (info, walk) = unsafe { (&*info, &mut *data.cast::<Walk>()) };
     // Never let a panic unwind through the loader's frames.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: the loader holds the object mapped while the callback runs, and `Image`
         // only reads inside its readable PT_LOAD segments.
         if let Some(image) = unsafe { Image::new(info) } {
-            let imports = image.hsakmt_imports();
+            if image.readable.iter().any(|&(s, e)| s <= walk.own && walk.own < e) {
+                return; // this library: it defines every name
+            }
+            let mut imports = image.hsakmt_imports();
+            if walk.strings {
+                for name in image.hsakmt_strings() {
+                    if !imports.contains(&name) {
+                        imports.push(name);
+                    }
+                }
+            }
             if !imports.is_empty() {
                 let name = if info.dlpi_name.is_null() {
                     String::new()
@@ -54,7 +91,7 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *m
                     // SAFETY: a non-NULL dlpi_name is a NUL-terminated string of the loader's.
                     unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
                 };
-                out.push(ObjectImports { name, imports });
+                walk.out.push(ObjectImports { name, imports });
             }
         }
     }));
@@ -65,6 +102,8 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *m
 struct Image {
     base: u64,
     readable: Vec<(u64, u64)>,
+    /// Readable, not executable segments: where C string literals live.
+    data: Vec<(u64, u64)>,
     dynamic: u64,
 }
 
@@ -79,16 +118,20 @@ impl Image {
         let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
         let base = info.dlpi_addr;
         let mut readable = Vec::new();
+        let mut data = Vec::new();
         let mut dynamic = None;
         for ph in phdrs {
             let start = base.wrapping_add(ph.p_vaddr);
             if ph.p_type == PT_LOAD && ph.p_flags & PF_R != 0 {
                 readable.push((start, start.saturating_add(ph.p_memsz)));
+                if ph.p_flags & PF_X == 0 {
+                    data.push((start, start.saturating_add(ph.p_filesz)));
+                }
             } else if ph.p_type == PT_DYNAMIC {
                 dynamic = Some(start);
             }
         }
-        Some(Image { base, readable, dynamic: dynamic? })
+        Some(Image { base, readable, data, dynamic: dynamic? })
     }
 
     /// `len` bytes at `addr`, if they lie inside one readable segment.
@@ -160,6 +203,30 @@ impl Image {
             }
         }
         Some(out)
+    }
+
+    /// The distinct `hsaKmt*` identifiers among the NUL-terminated strings of the read-only
+    /// data segments (what a `dlsym` caller passes).
+    fn hsakmt_strings(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for &(start, end) in &self.data {
+            let Some(bytes) = self.bytes(start, end - start) else { continue };
+            for at in memchr::memmem::find_iter(bytes, b"hsaKmt") {
+                if at > 0 && bytes[at - 1] != 0 {
+                    continue; // inside another string
+                }
+                let rest = &bytes[at..];
+                let len = rest.iter().position(|&b| !(b.is_ascii_alphanumeric() || b == b'_')).unwrap_or(rest.len());
+                if rest.get(len) != Some(&0) {
+                    continue; // not a whole string
+                }
+                let name = String::from_utf8_lossy(&rest[..len]).into_owned();
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+        out
     }
 
     /// The number of symbols a GNU hash table covers. Undefined symbols sit below `symoffset`

@@ -11,7 +11,9 @@
 //!    function was built against headers at least as new as the release that introduced
 //!    it. The oldest such lower bound over all objects importing a plain grown function
 //!    wins, and with no evidence at all the oldest generation: sizes only grow over time,
-//!    so an unknown caller is never written past.
+//!    so an unknown caller is never written past. Loaded as libdtif.so (a runtime started
+//!    with `HSA_ENABLE_DTIF=1` takes every function with `dlsym`), the `hsaKmt*` names among
+//!    an object's read-only strings count as its imports.
 
 mod imports;
 
@@ -38,7 +40,13 @@ pub fn decide() -> Result<Generation, String> {
     crate::log::init_from_env();
     let (g, why) = match std::env::var("HSAKMT_ABI") {
         Ok(v) => (parse_override(&v)?, format!("HSAKMT_ABI={v}")),
-        Err(_) => choose(&loaded_objects()),
+        Err(_) => {
+            // Loaded as libdtif.so, the runtime takes every function with dlsym: the names it
+            // passes are strings of its own, the evidence in place of imports.
+            let dtif = imports::own_object_name().ends_with("libdtif.so");
+            let (g, why) = choose(&loaded_objects(dtif));
+            (g, if dtif { format!("{why} (libdtif.so: the hsaKmt* names in the loaded objects' strings count as imports)") } else { why })
+        }
     };
     crate::log::warn(format_args!("ABI generation {} ({}) for callers of the plain hsaKmt* symbols: {why}\n", g.label(), g.releases()));
     CHOSEN.store(g as u8, Ordering::Release);
@@ -58,17 +66,22 @@ fn is_plain_bound(name: &str) -> bool {
     BOUND.iter().any(|&(plain, _, _)| plain == name)
 }
 
+/// The generation whose headers first declare `name`: ours for the symbols our headers bind
+/// (`<name>_abi1`), else upstream's history.
+fn since(name: &str) -> Option<Generation> {
+    if BOUND.iter().any(|&(_, ours, _)| ours == name) {
+        return Some(Generation::NEWEST);
+    }
+    function_since(name)
+}
+
 /// The decision from the loaded objects' imports, with the reason in words.
 pub fn choose(objects: &[ObjectImports]) -> (Generation, String) {
     let mut chosen: Option<(Generation, &str, &str)> = None;
     for o in objects.iter().filter(|o| o.imports.iter().any(|i| is_plain_bound(i))) {
         // The newest function it imports bounds its headers from below.
-        let (bound, witness) = o
-            .imports
-            .iter()
-            .filter_map(|i| function_since(i).map(|g| (g, i.as_str())))
-            .max_by_key(|&(g, _)| g)
-            .unwrap_or((Generation::OLDEST, ""));
+        let (bound, witness) =
+            o.imports.iter().filter_map(|i| since(i).map(|g| (g, i.as_str()))).max_by_key(|&(g, _)| g).unwrap_or((Generation::OLDEST, ""));
         if chosen.is_none_or(|(g, _, _)| bound < g) {
             chosen = Some((bound, o.name.as_str(), witness));
         }
@@ -83,7 +96,7 @@ pub fn choose(objects: &[ObjectImports]) -> (Generation, String) {
             let why = if witness.is_empty() {
                 format!("{name} imports only functions older than every generation")
             } else {
-                format!("{name} imports {witness} (since {})", function_since(witness).map_or("?", |g| g.label()))
+                format!("{name} imports {witness} (since {})", since(witness).map_or("?", |g| g.label()))
             };
             (g, why)
         }
@@ -172,6 +185,14 @@ mod tests {
         let (g, why) = choose(&[runtime, tool]);
         assert_eq!(g.label(), "rocm-5.6");
         assert!(why.contains("the main program"), "{why}");
+    }
+
+    #[test]
+    fn a_dlsym_caller_built_with_our_headers_is_newest() {
+        // A runtime built against our headers binds _abi1 symbols and, under DTIF, also
+        // takes the plain names with dlsym: its structs are ours.
+        let rt = obj("libhsa-runtime64.so.1", &["hsaKmtOpenKFD", "hsaKmtGetNodeProperties_abi1", "hsaKmtGetNodeProperties"]);
+        assert_eq!(choose(&[rt]).0, Generation::NEWEST);
     }
 
     #[test]

@@ -10,6 +10,11 @@
  * -DWITNESS=hsaKmtX makes the program import hsaKmtX (never called): the evidence of its
  * headers' generation that the library's detection reads from the loaded objects.
  *
+ * -DVIA_DTIF: the program links no thunk; like the HSA runtime started with HSA_ENABLE_DTIF=1
+ * it dlopens libdtif.so and takes every function with dlsym (then -DWITNESS names one more
+ * function it takes, whose name is the evidence of its generation), calling DtifCreate("HSA")
+ * first and DtifDestroy last.
+ *
  * Usage: generation_topology   (HSAKMT_MODEL etc. from the environment)
  */
 #include <stdint.h>
@@ -18,7 +23,54 @@
 #include <string.h>
 #include HSAKMT_HEADER
 
+#ifdef VIA_DTIF
+#include <dlfcn.h>
+#define THUNK_FUNCTIONS(X)                                                              \
+	X(hsaKmtOpenKFD) X(hsaKmtCloseKFD) X(hsaKmtAcquireSystemProperties)               \
+	X(hsaKmtReleaseSystemProperties) X(hsaKmtGetNodeProperties)                        \
+	X(hsaKmtGetNodeCacheProperties) X(hsaKmtGetNodeIoLinkProperties)
+#define DECLARE(f) static __typeof__(f) *p_##f;
+THUNK_FUNCTIONS(DECLARE)
+#define hsaKmtOpenKFD (*p_hsaKmtOpenKFD)
+#define hsaKmtCloseKFD (*p_hsaKmtCloseKFD)
+#define hsaKmtAcquireSystemProperties (*p_hsaKmtAcquireSystemProperties)
+#define hsaKmtReleaseSystemProperties (*p_hsaKmtReleaseSystemProperties)
+#define hsaKmtGetNodeProperties (*p_hsaKmtGetNodeProperties)
+#define hsaKmtGetNodeCacheProperties (*p_hsaKmtGetNodeCacheProperties)
+#define hsaKmtGetNodeIoLinkProperties (*p_hsaKmtGetNodeIoLinkProperties)
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+static void *dtif;
+
+/* What the runtime's thunk loader does: every function or nothing, then DtifCreate("HSA"). */
+static int load_dtif(void)
+{
+	dtif = dlopen("libdtif.so", RTLD_LAZY);
+	if (!dtif) {
+		printf("FAIL dlopen libdtif.so: %s\n", dlerror());
+		return 0;
+	}
+#define LOAD(f)                                                                         \
+	if (!(p_##f = (__typeof__(p_##f))dlsym(dtif, #f))) {                               \
+		printf("FAIL dlsym %s\n", #f);                                           \
+		return 0;                                                                 \
+	}
+	THUNK_FUNCTIONS(LOAD)
 #ifdef WITNESS
+	if (!dlsym(dtif, STR(WITNESS))) {
+		printf("FAIL dlsym %s\n", STR(WITNESS));
+		return 0;
+	}
+#endif
+	void *(*create)(const char *) = (void *(*)(const char *))dlsym(dtif, "DtifCreate");
+	if (!create || !create("HSA")) {
+		printf("FAIL DtifCreate\n");
+		return 0;
+	}
+	return 1;
+}
+#elif defined(WITNESS)
 extern int WITNESS();
 void *volatile witness_import = (void *)&WITNESS;
 #endif
@@ -178,6 +230,10 @@ static void print_link(HSAuint32 i, const HsaIoLinkProperties *l)
 int main(void)
 {
 	HsaSystemProperties sys;
+#ifdef VIA_DTIF
+	if (!load_dtif())
+		return 1;
+#endif
 	CHECK(hsaKmtOpenKFD());
 	CHECK(hsaKmtAcquireSystemProperties(&sys));
 	printf("nodes %u\n", sys.NumNodes);
@@ -202,6 +258,14 @@ int main(void)
 	}
 	CHECK(hsaKmtReleaseSystemProperties());
 	CHECK(hsaKmtCloseKFD());
+#ifdef VIA_DTIF
+	void (*destroy)(void) = (void (*)(void))dlsym(dtif, "DtifDestroy");
+	if (!destroy) {
+		printf("FAIL dlsym DtifDestroy\n");
+		return 1;
+	}
+	destroy();
+#endif
 	printf("overwrites %d\n", failures);
 	return failures ? 2 : 0;
 }

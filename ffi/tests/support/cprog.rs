@@ -7,6 +7,12 @@ use std::sync::OnceLock;
 
 pub const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 
+/// The ffi package's directory (the C test programs and headers), whichever package includes
+/// this module.
+pub fn ffi_dir() -> PathBuf {
+    Path::new(MANIFEST).parent().expect("a package directory has a parent").join("ffi")
+}
+
 /// `$CC` or `cc`; panics with the reason when there is none.
 pub fn cc() -> &'static str {
     static CC: OnceLock<String> = OnceLock::new();
@@ -36,18 +42,23 @@ pub fn libdir(scratch: &Path) -> PathBuf {
     dir
 }
 
-/// libhsakmt.so built by cargo for this test run: in `deps/` next to the test executable, or
-/// uplifted one directory above.
+/// libhsakmt.so built by cargo for this test run.
 pub fn cdylib() -> PathBuf {
+    built_library("libhsakmt.so")
+}
+
+/// A cdylib of this package built by cargo for this test run: in `deps/` next to the test
+/// executable, or uplifted one directory above.
+pub fn built_library(file: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe.parent().expect("test executable has a directory");
-    let candidates = [deps.join("libhsakmt.so"), deps.parent().map(|d| d.join("libhsakmt.so")).unwrap_or_default()];
+    let candidates = [deps.join(file), deps.parent().map(|d| d.join(file)).unwrap_or_default()];
     for c in &candidates {
         if c.is_file() {
             return c.clone();
         }
     }
-    panic!("libhsakmt.so not found (looked at {candidates:?}); cargo builds the hsakmt-ffi cdylib before its tests");
+    panic!("{file} not found (looked at {candidates:?}); cargo builds a package's cdylib before its tests");
 }
 
 /// `$CXX` or `c++`; panics with the reason when there is none.
@@ -63,9 +74,15 @@ pub fn cxx() -> &'static str {
 /// Compile `source` (relative to ffi/tests/c) with `args` into `out`, linked to our library;
 /// a `.cpp` source is compiled as C++17.
 pub fn compile(scratch: &Path, source: &str, out: &str, args: &[&str]) -> PathBuf {
+    let lib = format!("-L{}", libdir(scratch).display());
+    compile_linking(scratch, source, out, args, &[&lib, "-lhsakmt"])
+}
+
+/// As [`compile`], linked with `libs` instead of our libhsakmt (e.g. none: a program that
+/// dlopens a thunk).
+pub fn compile_linking(scratch: &Path, source: &str, out: &str, args: &[&str], libs: &[&str]) -> PathBuf {
     let exe = scratch.join(out);
-    let lib = libdir(scratch);
-    let src = Path::new(MANIFEST).join("tests/c").join(source);
+    let src = ffi_dir().join("tests/c").join(source);
     let (compiler, std) = if source.ends_with(".cpp") { (cxx(), "-std=c++17") } else { (cc(), "-std=gnu11") };
     let mut cmd = Command::new(compiler);
     cmd.args([std, "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function", "-Wno-unused-parameter"])
@@ -73,8 +90,8 @@ pub fn compile(scratch: &Path, source: &str, out: &str, args: &[&str]) -> PathBu
         .arg(&src)
         .arg("-o")
         .arg(&exe)
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lhsakmt");
+        .args(libs)
+        .arg("-ldl");
     let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(o.status.success(), "{cmd:?} failed:\n{}", show(&o));
     exe

@@ -8,6 +8,7 @@
 //! <libdir>/libhsakmt.so   -> libhsakmt.so.1
 //! <libdir>/libhsakmt.a
 //! <libdir>/libhsakmt_model.so                   the software model as a plugin (HSA_MODEL_LIB)
+//! <libdir>/libdtif.so                           the thunk for runtimes started with HSA_ENABLE_DTIF=1
 //! <libdir>/pkgconfig/libhsakmt.pc               from ffi/hsakmt.pc.in
 //! <libdir>/cmake/hsakmt/hsakmt-config.cmake     from ffi/cmake/hsakmt-config.cmake.in
 //! <libdir>/cmake/hsakmt/hsakmt-config-version.cmake
@@ -51,8 +52,8 @@ const CONFIG_VERSION_IN: &str = include_str!("../../../ffi/cmake/hsakmt-config-v
 
 const USAGE: &str = "usage: cargo run --release -p hsakmt-install -- --prefix DIR [options]
 
-Builds libhsakmt.so/.a, libhsakmt_model.so and kmtinfo (cargo build -p hsakmt-ffi -p hsakmt-model
--p kmtinfo) and installs them with the headers, libhsakmt.pc and the hsakmt CMake package.
+Builds libhsakmt.so/.a, libhsakmt_model.so, libdtif.so and kmtinfo (cargo build -p hsakmt-ffi
+-p hsakmt-model -p hsakmt-dtif -p kmtinfo) and installs them with the headers, libhsakmt.pc and the hsakmt CMake package.
 
   --prefix DIR     install prefix (required); headers go to DIR/include, kmtinfo to DIR/bin
   --libdir DIR     library directory: relative to the prefix (default `lib`; e.g.
@@ -213,9 +214,9 @@ fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
     Ok(out.stdout)
 }
 
-/// Builds the three packages; returns the directory holding their artifacts.
+/// Builds the four packages; returns the directory holding their artifacts.
 fn build(root: &Path, profile: &str) -> Result<PathBuf, String> {
-    eprintln!("building (cargo build --profile {profile} -p hsakmt-ffi -p hsakmt-model -p kmtinfo)");
+    eprintln!("building (cargo build --profile {profile} -p hsakmt-ffi -p hsakmt-model -p hsakmt-dtif -p kmtinfo)");
     run(Command::new(cargo()).current_dir(root).args([
         "build",
         "--profile",
@@ -224,6 +225,8 @@ fn build(root: &Path, profile: &str) -> Result<PathBuf, String> {
         "hsakmt-ffi",
         "-p",
         "hsakmt-model",
+        "-p",
+        "hsakmt-dtif",
         "-p",
         "kmtinfo",
     ]))?;
@@ -355,8 +358,13 @@ fn install(args: &Args) -> Result<(), String> {
             Err(format!("{} was not built", p.display()))
         }
     };
-    let (so, a, model, kmtinfo) =
-        (artifact("libhsakmt.so")?, artifact("libhsakmt.a")?, artifact("libhsakmt_model.so")?, artifact("kmtinfo")?);
+    let (so, a, model, dtif, kmtinfo) = (
+        artifact("libhsakmt.so")?,
+        artifact("libhsakmt.a")?,
+        artifact("libhsakmt_model.so")?,
+        artifact("libdtif.so")?,
+        artifact("kmtinfo")?,
+    );
 
     let mut inst = Installer { destdir, strip: args.strip, installed: Vec::new() };
     let lib = &layout.libdir;
@@ -366,6 +374,7 @@ fn install(args: &Args) -> Result<(), String> {
     inst.link(SONAME, &lib.join("libhsakmt.so"))?;
     inst.file(&a, &lib.join("libhsakmt.a"), 0o644, true)?;
     inst.file(&model, &lib.join("libhsakmt_model.so"), 0o755, true)?;
+    inst.file(&dtif, &lib.join("libdtif.so"), 0o755, true)?;
     inst.text(&layout.pc(), &lib.join("pkgconfig/libhsakmt.pc"))?;
     inst.text(&layout.cmake_config(), &lib.join("cmake/hsakmt/hsakmt-config.cmake"))?;
     inst.text(&layout.cmake_config_version(), &lib.join("cmake/hsakmt/hsakmt-config-version.cmake"))?;

@@ -102,6 +102,7 @@ fn install_into(name: &str, libdir: &str) -> Installed {
     for p in [
         libdir.join("libhsakmt.a"),
         libdir.join("libhsakmt_model.so"),
+        libdir.join("libdtif.so"),
         libdir.join("pkgconfig/libhsakmt.pc"),
         libdir.join("cmake/hsakmt/hsakmt-config.cmake"),
         libdir.join("cmake/hsakmt/hsakmt-config-version.cmake"),
@@ -136,7 +137,15 @@ fn check_elf_files(i: &Installed) {
     let so = i.libdir.join(format!("libhsakmt.so.{}", i.version));
     let dynamic = run_ok(Command::new(&readelf).arg("-d").arg(&so));
     assert!(dynamic.contains("Library soname: [libhsakmt.so.1]"), "{dynamic}");
-    for f in [so.clone(), i.libdir.join("libhsakmt.a"), i.libdir.join("libhsakmt_model.so"), i.prefix.join("bin/kmtinfo")] {
+    let dtif = run_ok(Command::new(&readelf).arg("-d").arg(i.libdir.join("libdtif.so")));
+    assert!(dtif.contains("Library soname: [libdtif.so]"), "{dtif}");
+    for f in [
+        so.clone(),
+        i.libdir.join("libhsakmt.a"),
+        i.libdir.join("libhsakmt_model.so"),
+        i.libdir.join("libdtif.so"),
+        i.prefix.join("bin/kmtinfo"),
+    ] {
         let sections = run_ok(Command::new(&readelf).arg("-S").arg("-W").arg(&f));
         // (.debug_gdb_scripts is a loaded section naming gdb helpers, not debug information.)
         for s in [".debug_info", ".debug_line", ".debug_str"] {
