@@ -136,8 +136,8 @@ fn drm_functions_forward_to_libdrm() {
     // SAFETY: symbols of the signatures above (dtif/src/lib.rs).
     let (init, free): (Init, Free) = unsafe {
         (
-            std::mem::transmute(libc::dlsym(h, c"amdgpu_device_initialize".as_ptr())),
-            std::mem::transmute(libc::dlsym(h, c"amdgpu_bo_free".as_ptr())),
+            std::mem::transmute::<*mut std::ffi::c_void, Init>(libc::dlsym(h, c"amdgpu_device_initialize".as_ptr())),
+            std::mem::transmute::<*mut std::ffi::c_void, Free>(libc::dlsym(h, c"amdgpu_bo_free".as_ptr())),
         )
     };
     // SAFETY: a NULL handle is the case under test.
