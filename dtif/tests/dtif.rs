@@ -133,13 +133,12 @@ fn drm_functions_forward_to_libdrm() {
     // SAFETY: dlopen of our own library; its constructors only register fork handlers.
     let h = unsafe { libc::dlopen(lib.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     assert!(!h.is_null());
-    // SAFETY: symbols of the signatures above (dtif/src/lib.rs).
-    let (init, free): (Init, Free) = unsafe {
-        (
-            std::mem::transmute::<*mut std::ffi::c_void, Init>(libc::dlsym(h, c"amdgpu_device_initialize".as_ptr())),
-            std::mem::transmute::<*mut std::ffi::c_void, Free>(libc::dlsym(h, c"amdgpu_bo_free".as_ptr())),
-        )
-    };
+    // SAFETY: a live handle and NUL-terminated names.
+    let (init, free) = unsafe { (libc::dlsym(h, c"amdgpu_device_initialize".as_ptr()), libc::dlsym(h, c"amdgpu_bo_free".as_ptr())) };
+    assert!(!init.is_null() && !free.is_null());
+    // SAFETY: non-NULL symbols of the signatures above (dtif/src/lib.rs).
+    let (init, free) =
+        unsafe { (std::mem::transmute::<*mut std::ffi::c_void, Init>(init), std::mem::transmute::<*mut std::ffi::c_void, Free>(free)) };
     // SAFETY: a NULL handle is the case under test.
     assert_eq!(unsafe { free(std::ptr::null_mut()) }, -libc::EINVAL);
     let null = std::fs::File::open("/dev/null").unwrap();
