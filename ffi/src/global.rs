@@ -287,15 +287,30 @@ pub fn builtin_model_instance() -> Option<Arc<hsakmt_model::Model>> {
 
 /// Fork safety: hold the lock across fork() so no other thread is inside it, then release
 /// it on both sides. The child then sees the pid change and treats the inherited thunk as
-/// not open (upstream's rule).
+/// not open (upstream's rule). The built-in model's slot is held too (a child reopening takes
+/// it), and the model's own locks are taken after ours: its handlers are registered first, and
+/// prepare handlers run in the reverse order of registration (a thread holding our lock may
+/// wait for a model lock, never the other way round).
 mod atfork {
+    use std::cell::RefCell;
+    use std::sync::MutexGuard;
+
+    type Slot = Option<(String, std::sync::Arc<hsakmt_model::Model>)>;
+    thread_local! {
+        static BUILTIN_HELD: RefCell<Option<MutexGuard<'static, Slot>>> = const { RefCell::new(None) };
+    }
     extern "C" {
         fn pthread_atfork(prepare: Option<extern "C" fn()>, parent: Option<extern "C" fn()>, child: Option<extern "C" fn()>) -> i32;
     }
     extern "C" fn prepare() {
         core::mem::forget(super::THUNK.lock());
+        let slot = super::BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = BUILTIN_HELD.try_with(|h| *h.borrow_mut() = Some(slot));
+        crate::plugin::fork_prepare();
     }
     extern "C" fn release() {
+        crate::plugin::fork_release();
+        let _ = BUILTIN_HELD.try_with(|h| h.borrow_mut().take());
         // SAFETY: `prepare` took the lock in this thread and leaked its guard; fork() has
         // returned, so releasing it here (parent and child, the same thread) is sound.
         unsafe { super::THUNK.force_unlock() };
@@ -303,6 +318,7 @@ mod atfork {
     static ONCE: std::sync::Once = std::sync::Once::new();
     pub fn install() {
         ONCE.call_once(|| {
+            hsakmt_model::fork::install_fork_handlers();
             // SAFETY: registering plain extern "C" functions with no captured state.
             unsafe { pthread_atfork(Some(prepare), Some(release), Some(release)) };
         });

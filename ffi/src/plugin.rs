@@ -19,6 +19,47 @@ extern "C" {
     fn __errno_location() -> *mut c_int;
 }
 const RTLD_NOW: c_int = 2;
+
+/// Our plugins' `hsakmt_model_take_fork_handlers` (an optional export, see hsakmt_model::plugin).
+const TAKE_FORK_HANDLERS: &CStr = c"hsakmt_model_take_fork_handlers";
+type TakeForkHandlers = unsafe extern "C" fn(*mut Option<extern "C" fn()>, *mut Option<extern "C" fn()>) -> c_int;
+type Hook = extern "C" fn();
+
+/// The fork hooks of the plugins loaded so far: (prepare, release). Changed only by
+/// `PluginKfd::load`, under the thunk lock, which the fork handlers hold when they read it.
+static FORK_HOOKS: std::sync::Mutex<Vec<(Hook, Hook)>> = std::sync::Mutex::new(Vec::new());
+
+/// From the thunk's prepare fork handler, after it took the thunk lock: the plugins' locks.
+pub(crate) fn fork_prepare() {
+    for (prepare, _) in FORK_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        prepare();
+    }
+}
+
+/// From the thunk's parent and child fork handlers, before the thunk lock is let go.
+pub(crate) fn fork_release() {
+    for (_, release) in FORK_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).iter().rev() {
+        release();
+    }
+}
+
+/// A plugin of ours hands its fork handling over, so its locks are taken after the thunk's.
+fn take_fork_handlers(handle: *mut c_void) {
+    // SAFETY: handle is valid; the symbol name is a C string constant.
+    let sym = unsafe { dlsym(handle, TAKE_FORK_HANDLERS.as_ptr()) };
+    if sym.is_null() {
+        return; // another model library: it looks after its own locks
+    }
+    // SAFETY: our plugins define the export with this type.
+    let take: TakeForkHandlers = unsafe { std::mem::transmute::<*mut c_void, TakeForkHandlers>(sym) };
+    let (mut prepare, mut release) = (None, None);
+    // SAFETY: two writable out-parameters.
+    if unsafe { take(&mut prepare, &mut release) } == 0 {
+        if let (Some(p), Some(r)) = (prepare, release) {
+            FORK_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).push((p, r));
+        }
+    }
+}
 const RTLD_LOCAL: c_int = 0;
 
 fn last_errno() -> Errno {
@@ -75,6 +116,7 @@ impl PluginKfd {
         if handle.is_null() {
             return Err(dl_error());
         }
+        take_fork_handlers(handle);
         // SAFETY: handle is valid; the symbol name is a C string constant.
         let sym = unsafe { dlsym(handle, GET_HSAKMT_MODEL_FUNCTIONS.as_ptr()) };
         if sym.is_null() {

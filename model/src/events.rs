@@ -223,6 +223,13 @@ impl Default for Events {
     }
 }
 
+impl Events {
+    /// The state lock as it is, for the fork handlers (`fork.rs`).
+    pub(crate) fn lock_for_fork(&self) -> MutexGuard<'_, EventState> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// One entry of a wait.
 #[derive(Clone, Copy, Debug, Default)]
 struct Waiter {

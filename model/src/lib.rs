@@ -15,6 +15,7 @@ mod devmem;
 mod drm;
 pub mod engine;
 pub mod events;
+pub mod fork;
 mod gpu;
 mod kfd;
 mod mem;

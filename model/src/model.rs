@@ -319,10 +319,12 @@ impl Model {
     /// [`Model::service_queues`] and [`Model::ring_doorbell`].
     pub fn new_shared(config: ModelConfig) -> Result<Arc<Model>, ModelError> {
         let mut m = Model::new(config)?;
-        Ok(Arc::new_cyclic(move |w| {
+        let m = Arc::new_cyclic(move |w| {
             m.shared = w.clone();
             m
-        }))
+        });
+        crate::fork::register(&Arc::downgrade(&m));
+        Ok(m)
     }
 
     /// The model the environment describes (see [`ModelConfig::from_env`]).

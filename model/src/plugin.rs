@@ -79,6 +79,40 @@ pub static MODEL_FUNCTIONS: HsakmtModelFunctions = HsakmtModelFunctions {
     handle_drm_call: Some(handle_drm_call),
 };
 
+extern "C" fn fork_prepare_hook() {
+    crate::fork::fork_prepare();
+}
+
+extern "C" fn fork_release_hook() {
+    crate::fork::fork_release();
+}
+
+/// Ours, not part of upstream's interface: a loader that calls the plugin while holding a lock
+/// of its own takes the plugin's fork handling over (see `fork.rs`): on 0, `*prepare` and
+/// `*release` are the functions to call from its fork handlers, prepare after taking its lock,
+/// release (in the parent and in the child) before letting it go, and the plugin registers no
+/// handlers of its own. -1: the plugin's handlers are registered already (they stay), someone
+/// took them over before (and calls them), or a NULL argument. Call it before any other plugin
+/// function.
+///
+/// # Safety
+/// `prepare` and `release` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn hsakmt_model_take_fork_handlers(
+    prepare: *mut Option<extern "C" fn()>,
+    release: *mut Option<extern "C" fn()>,
+) -> c_int {
+    if prepare.is_null() || release.is_null() || !crate::fork::take_fork_handling() {
+        return -1;
+    }
+    // SAFETY: both non-NULL, and the caller's contract.
+    unsafe {
+        *prepare = Some(fork_prepare_hook);
+        *release = Some(fork_release_hook);
+    }
+    0
+}
+
 /// The plugin entry point (`get_hsakmt_model_functions_t`).
 #[no_mangle]
 pub extern "C" fn get_hsakmt_model_functions() -> *const HsakmtModelFunctions {

@@ -10,9 +10,8 @@
 //! at once. Idle, it costs about a thousand cheap passes a second, not a core.
 
 use crate::model::{current_pid, Model};
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Once, RwLock, RwLockWriteGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 const SPIN: Duration = Duration::from_micros(50);
@@ -23,32 +22,6 @@ const LINGER: Duration = Duration::from_millis(200);
 
 /// Watcher threads alive in this process (all models).
 static THREADS: AtomicUsize = AtomicUsize::new(0);
-
-/// Held (shared) by a watcher thread while it may hold model locks; fork() takes it exclusively
-/// (pthread_atfork), so a child never inherits a model lock held by a thread it does not have.
-static FORK_GATE: RwLock<()> = RwLock::new(());
-
-thread_local! {
-    static FORK_HELD: RefCell<Option<RwLockWriteGuard<'static, ()>>> = const { RefCell::new(None) };
-}
-
-extern "C" fn fork_prepare() {
-    let g = FORK_GATE.write().unwrap_or_else(|e| e.into_inner());
-    FORK_HELD.with(|h| *h.borrow_mut() = Some(g));
-}
-
-extern "C" fn fork_done() {
-    // The parent, and the child (the same thread, with the same thread-local), let go.
-    FORK_HELD.with(|h| h.borrow_mut().take());
-}
-
-fn register_fork_gate() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: registers plain functions that only take and drop the gate.
-        unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_done), Some(fork_done)) };
-    });
-}
 
 /// The wake-up channel between the model and its watcher thread: atomics and a futex, no lock
 /// (a forked child must not inherit a locked one).
@@ -101,7 +74,6 @@ impl Model {
                 Err(now) => cur = now,
             }
         }
-        register_fork_gate();
         let weak = self.shared.clone();
         let watch = Arc::clone(&self.watch);
         THREADS.fetch_add(1, Ordering::SeqCst);
@@ -143,7 +115,7 @@ fn run(weak: Weak<Model>, watch: &Watch, pid: u32) {
     let mut spin_until = Instant::now() + SPIN;
     let mut had_queues_at = Instant::now();
     loop {
-        let gate = FORK_GATE.read().unwrap_or_else(|e| e.into_inner());
+        let gate = crate::fork::GATE.read().unwrap_or_else(|e| e.into_inner());
         let Some(m) = weak.upgrade() else { break };
         let pass = m.service_pass();
         let has_queues = m.has_queues();
