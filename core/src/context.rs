@@ -302,17 +302,16 @@ impl Context {
         Ok(p)
     }
 
-    /// Upstream: zero `out`, copy the sysfs banks then the thunk heaps while they fit; a
-    /// count larger or smaller than the node's is not an error.
+    /// The node's banks, then the thunk's heaps, into the front of `out` while they fit; a
+    /// count larger or smaller than the node's is not an error. Entries past the node's real
+    /// bank count are left as the caller had them: upstream writes only the banks that exist
+    /// (the 2025-08 fork memsets all `NumBanks` first; a caller that sized its array from
+    /// NumMemoryBanks sees no difference).
     pub fn node_memory_properties(&self, id: u32, out: &mut [HsaMemoryProperties]) -> KmtResult<()> {
         let (n, ap) = self.node(id)?;
         let heaps = Self::thunk_heaps(n, ap, self.svm_heap(), self.mmio_page(n.gpu_id));
         for (dst, src) in out.iter_mut().zip(n.mem_banks.iter().chain(heaps.iter())) {
             *dst = *src;
-        }
-        let filled = n.mem_banks.len() + heaps.len();
-        for dst in out.iter_mut().skip(filled) {
-            *dst = zeroed();
         }
         Ok(())
     }

@@ -31,6 +31,13 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const EVENT_PAGE_SLOTS: u64 = KFD_SIGNAL_EVENT_LIMIT as u64;
 const EVENT_PAGE_BYTES: u64 = EVENT_PAGE_SLOTS * 8;
 
+/// The most events one WAIT_EVENTS can take: amdkfd's kfd_wait_on_events allocates one
+/// `struct kfd_event_waiter` (56 bytes on 64-bit: a wait-queue entry, the event pointer, two
+/// flags) per event with kcalloc, which fails with ENOMEM past KMALLOC_MAX_SIZE (4 MiB on
+/// x86-64). The thunk refuses larger waits before it allocates anything (NO_MEMORY, what
+/// upstream's calloc of the event-data array answers for such counts).
+pub const MAX_WAIT_EVENTS: usize = (4 << 20) / 56;
+
 /// `struct kfd_event_data` as plain words (the header's union is 32 bytes of payload):
 /// the array WAIT_EVENTS reads and writes.
 #[repr(C)]

@@ -16,8 +16,9 @@
 //!
 //! Ours: the caller's attributes are untouched by a failed GET (upstream copies the KFD's
 //! answers in before converting them back); NULL attributes with `nattr > 0` and an `nattr`
-//! whose size does not fit the ioctl's 14-bit size field (upstream would issue a corrupted
-//! request number) are INVALID_PARAMETER; GetXNACKMode with NULL is INVALID_PARAMETER (a
+//! whose size does not fit the ioctl's 14-bit size field (more than [`SVM_MAX_ATTRS`]; upstream
+//! allocas `nattr` attributes on its stack and crashes, or issues a corrupted request number)
+//! are INVALID_PARAMETER, found before the array is read or anything allocated; GetXNACKMode with NULL is INVALID_PARAMETER (a
 //! crash upstream).
 
 use crate::abi::hsakmt::*;
@@ -39,6 +40,9 @@ const ATTR: usize = core::mem::size_of::<kfd_ioctl_svm_attribute>();
 /// size sits in the request (`_IOC_SIZESHIFT`).
 const IOC_SIZE_MAX: usize = (1 << 14) - 1;
 const IOC_SIZE_SHIFT: u32 = 16;
+/// The most attributes one SVM call can carry: header and attributes must fit the ioctl's
+/// 14-bit size field, the only bound the KFD's single copy-in has (2044).
+pub const SVM_MAX_ATTRS: usize = (IOC_SIZE_MAX - HEADER) / ATTR;
 
 fn is_location(ty: u32) -> bool {
     ty == HSA_SVM_ATTR_PREFERRED_LOC || ty == HSA_SVM_ATTR_PREFETCH_LOC
@@ -95,13 +99,22 @@ impl Context {
         Ok(())
     }
 
+    /// The checks of SVMSetAttr / SVMGetAttr that come before the attributes are read, in
+    /// upstream's order (KFD version, range), then the count ([`SVM_MAX_ATTRS`]): a caller
+    /// checks a C array's length with this before it looks at the array.
+    pub fn svm_precheck(&self, start: u64, size: u64, nattr: usize) -> KmtResult<()> {
+        self.svm_supported()?;
+        check_range(start, size)?;
+        if nattr > SVM_MAX_ATTRS {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        Ok(())
+    }
+
     /// One AMDKFD_IOC_SVM with the attributes after the header; the request's size field says
     /// how many (the KFD copies header and attributes in one go).
     fn svm_ioctl(&self, op: u32, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute]) -> KmtResult<()> {
         let bytes = HEADER + attrs.len() * ATTR;
-        if bytes > IOC_SIZE_MAX {
-            return Err(Status::INVALID_PARAMETER);
-        }
         let mut buf = alloc::vec![0u8; bytes];
         let header = kfd_ioctl_svm_args { start_addr: start, size, op, nattr: attrs.len() as u32, attrs: [] };
         buf[..HEADER].copy_from_slice(zerocopy::IntoBytes::as_bytes(&header));
@@ -119,16 +132,14 @@ impl Context {
 
     /// hsaKmtSVMSetAttr.
     pub fn svm_set_attr(&self, start: u64, size: u64, attrs: &[HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
-        self.svm_supported()?;
-        check_range(start, size)?;
+        self.svm_precheck(start, size, attrs.len())?;
         let mut k = to_kfd(self.topology(), attrs, true)?;
         self.svm_ioctl(KFD_IOCTL_SVM_OP_SET_ATTR, start, size, &mut k)
     }
 
     /// hsaKmtSVMGetAttr: `attrs` holds the questions and gets the answers (only on success).
     pub fn svm_get_attr(&self, start: u64, size: u64, attrs: &mut [HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
-        self.svm_supported()?;
-        check_range(start, size)?;
+        self.svm_precheck(start, size, attrs.len())?;
         let topo = self.topology();
         let mut k = to_kfd(topo, attrs, false)?;
         self.svm_ioctl(KFD_IOCTL_SVM_OP_GET_ATTR, start, size, &mut k)?;

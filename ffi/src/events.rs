@@ -6,7 +6,10 @@
 //! INVALID_PARAMETER and INVALID_HANDLE here); setting or resetting a system-defined event is
 //! ERROR; a KFD failure is ERROR; a timeout WAIT_TIMEOUT. Ours: an `HsaEvent*` the thunk does
 //! not know (never created, or destroyed and freed) is INVALID_HANDLE, found by address and
-//! never dereferenced; a wait on zero events is INVALID_PARAMETER.
+//! never dereferenced; a wait on zero events is INVALID_PARAMETER; a wait on more events than
+//! the KFD can take (`event::MAX_WAIT_EVENTS`) is NO_MEMORY before anything is allocated or
+//! read (upstream's calloc of 0xFFFFFFFF entries fails with that status; for counts its calloc
+//! serves, upstream reads every pointer and the KFD's ENOMEM makes it ERROR).
 //!
 //! Waits take what they need under the thunk lock (each event's KFD id and type, the port),
 //! release it, and block in the KFD, so other threads can set events meanwhile. Waits on up to
@@ -168,6 +171,10 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             return Err(Status::INVALID_PARAMETER);
         }
         let n = n as usize;
+        // More than the KFD can wait on: refused before anything is allocated or read.
+        if n > event::MAX_WAIT_EVENTS {
+            return Err(Status::NO_MEMORY);
+        }
         // SAFETY: the C caller promises `n` readable pointers.
         let ptrs = unsafe { std::slice::from_raw_parts(evs, n) };
         let mut ages = if ages.is_null() {

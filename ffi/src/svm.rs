@@ -1,8 +1,9 @@
 //! SVM and XNACK exports: hsaKmtSVMSetAttr, hsaKmtSVMGetAttr, hsaKmtSetXNACKMode,
 //! hsaKmtGetXNACKMode (upstream svm.c; the rules are in hsakmt_core::svm).
 //!
-//! The open check comes first, then the core's checks. NULL `attrs` with `nattr > 0` and a
-//! NULL `enable` are INVALID_PARAMETER (upstream would crash); `nattr == 0` needs no array.
+//! The open check comes first, then the core's checks (the count among them, before the array
+//! is looked at). NULL `attrs` with `nattr > 0` and a NULL `enable` are INVALID_PARAMETER
+//! (upstream would crash); `nattr == 0` needs no array.
 
 use crate::boundary::{guard, out};
 use crate::global::with_ctx;
@@ -36,6 +37,7 @@ pub unsafe extern "C" fn hsaKmtSVMSetAttr(
 ) -> HSAKMT_STATUS {
     guard("hsaKmtSVMSetAttr", || {
         with_ctx(|c| {
+            c.svm_precheck(start_addr as u64, size, nattr as usize)?;
             // SAFETY: the C caller's pointer contract (only read here).
             let a = unsafe { attr_slice(attrs, nattr) }?;
             c.svm_set_attr(start_addr as u64, size, a)
@@ -54,6 +56,7 @@ pub unsafe extern "C" fn hsaKmtSVMGetAttr(
 ) -> HSAKMT_STATUS {
     guard("hsaKmtSVMGetAttr", || {
         with_ctx(|c| {
+            c.svm_precheck(start_addr as u64, size, nattr as usize)?;
             // SAFETY: the C caller's pointer contract.
             let a = unsafe { attr_slice(attrs, nattr) }?;
             c.svm_get_attr(start_addr as u64, size, a)

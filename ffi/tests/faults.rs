@@ -5,6 +5,11 @@
 //! - `events_fork.c`: fork() while two threads are inside SetEvent / ResetEvent / WaitOnEvent;
 //!   every child reopens the thunk and uses events (it hung in its first CreateEvent when it
 //!   inherited the model's event lock held). On the built-in model and on the model plugin.
+//! - `bounds.c`: WaitOnMultipleEvents(_Ext) with NumEvents = 0xFFFFFFFF and SVMSetAttr /
+//!   SVMGetAttr with nattr = 0xFFFFFFFF (the process aborted allocating tens of GB) answer a
+//!   status, the kernel's limits (74898 events, 2044 attributes) hold exactly, and
+//!   GetNodeMemoryProperties writes no entry past the node's banks (topology_smoke in c_api.rs
+//!   checks the same for banks, caches and links on every catalogue system).
 //!
 //! Needs a C compiler (`$CC` or `cc`); a missing one fails the test.
 
@@ -94,4 +99,13 @@ fn fork_while_other_threads_are_in_event_calls_on_the_plugin() {
     let plugin = model_plugin();
     let o = run_bounded(&exe, "rx7900xtx", Some(&plugin), &["100"], Duration::from_secs(240));
     assert_ok(&o, "events_fork: OK");
+}
+
+/// Huge counts are bounded as the kernel bounds them, before anything is allocated; no array
+/// entry past the real data is written.
+#[test]
+fn huge_counts_and_short_arrays() {
+    let exe = program("bounds");
+    let o = run_bounded(&exe, "mi210", None, &[], Duration::from_secs(120));
+    assert_ok(&o, "bounds: OK");
 }

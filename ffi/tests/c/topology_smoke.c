@@ -57,6 +57,16 @@ static const char *status_name(HSAKMT_STATUS s)
     }
 }
 
+/* Every byte still the 0xa5 sentinel the test put there. */
+static bool untouched(const void *p, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < len; i++)
+        if (b[i] != 0xa5)
+            return false;
+    return true;
+}
+
 /* Assert a status, naming the call. */
 #define EXPECT_STATUS(call, want)                                                        \
     do {                                                                                 \
@@ -243,8 +253,11 @@ static int check_node(HSAuint32 id, HSAuint32 num_nodes, const struct expect *e)
             if (p.LocalMemSize > 0)
                 CHECK(fb >= 1, "GPU node %u with local memory has no frame-buffer bank", id);
         }
-        /* Asking for more than there are is not an error either. */
+        /* Asking for more than there are is not an error either; the entries past the real
+         * count are left as they were (upstream writes only the banks that exist). */
+        memset(&m[n], 0xa5, sizeof(*m));
         EXPECT_STATUS(hsaKmtGetNodeMemoryProperties(id, n + 1, m), HSAKMT_STATUS_SUCCESS);
+        CHECK(untouched(&m[n], sizeof(*m)), "node %u: GetNodeMemoryProperties wrote past bank %u", id, n);
         free(m);
     }
 
@@ -253,9 +266,12 @@ static int check_node(HSAuint32 id, HSAuint32 num_nodes, const struct expect *e)
         HSAuint32 n = p.NumCaches;
         HsaCacheProperties *c = (HsaCacheProperties *)calloc(n + 1, sizeof(*c));
         HSAuint32 proc = gpu ? p.FComputeIdLo : p.CComputeIdLo;
+        memset(c, 0xa5, (n + 1) * sizeof(*c));
         EXPECT_STATUS(hsaKmtGetNodeCacheProperties(id, proc, n, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
         EXPECT_STATUS(hsaKmtGetNodeCacheProperties(id, proc, n + 1, c), HSAKMT_STATUS_INVALID_PARAMETER);
+        CHECK(untouched(c, (n + 1) * sizeof(*c)), "node %u: a refused GetNodeCacheProperties wrote", id);
         EXPECT_STATUS(hsaKmtGetNodeCacheProperties(id, proc, n, c), HSAKMT_STATUS_SUCCESS);
+        CHECK(untouched(&c[n], sizeof(*c)), "node %u: GetNodeCacheProperties wrote past cache %u", id, n);
         for (HSAuint32 i = 0; i < n; i++)
             CHECK(c[i].CacheLevel >= 1 && c[i].CacheSize > 0, "node %u cache %u: level %u size %u", id, i,
                   c[i].CacheLevel, c[i].CacheSize);
@@ -269,9 +285,12 @@ static int check_node(HSAuint32 id, HSAuint32 num_nodes, const struct expect *e)
     {
         HSAuint32 n = p.NumIOLinks;
         HsaIoLinkProperties *l = (HsaIoLinkProperties *)calloc(n + 1, sizeof(*l));
+        memset(l, 0xa5, (n + 1) * sizeof(*l));
         EXPECT_STATUS(hsaKmtGetNodeIoLinkProperties(id, n, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
         EXPECT_STATUS(hsaKmtGetNodeIoLinkProperties(id, n + 1, l), HSAKMT_STATUS_INVALID_PARAMETER);
+        CHECK(untouched(l, (n + 1) * sizeof(*l)), "node %u: a refused GetNodeIoLinkProperties wrote", id);
         EXPECT_STATUS(hsaKmtGetNodeIoLinkProperties(id, n, l), HSAKMT_STATUS_SUCCESS);
+        CHECK(untouched(&l[n], sizeof(*l)), "node %u: GetNodeIoLinkProperties wrote past link %u", id, n);
         for (HSAuint32 i = 0; i < n; i++) {
             printf("  link %u: %u -> %u type=%u weight=%u\n", i, l[i].NodeFrom, l[i].NodeTo,
                    (unsigned)l[i].IoLinkType, l[i].Weight);
