@@ -117,9 +117,12 @@ fuzz_target!(|data: &[u8]| {
             _ => b.u32(),
         };
         let (r, _) = svm(m, op, start, size, &attrs, nattr);
-        // A granularity just set reads back, clamped.
+        // A granularity just set reads back, clamped. Only the first `nattr` attributes are
+        // the request's: with a smaller `nattr` the KFD applies those and never looks at the
+        // rest of the buffer (with a larger one the SET fails).
         if r.is_ok() && op == KFD_IOCTL_SVM_OP_SET_ATTR {
-            if let Some(g) = attrs.iter().rev().find(|a| a.r#type == KFD_IOCTL_SVM_ATTR_GRANULARITY) {
+            let sent = &attrs[..attrs.len().min(nattr as usize)];
+            if let Some(g) = sent.iter().rev().find(|a| a.r#type == KFD_IOCTL_SVM_ATTR_GRANULARITY) {
                 let q = [kfd_ioctl_svm_attribute { r#type: KFD_IOCTL_SVM_ATTR_GRANULARITY, value: 0 }];
                 let (r2, out) = svm(m, KFD_IOCTL_SVM_OP_GET_ATTR, start, size, &q, 1);
                 assert_eq!(r2, Ok(()));
