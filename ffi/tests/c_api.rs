@@ -367,8 +367,17 @@ fn topology_smoke_rejects_wrong_expectations() {
 
 // ---- OpenClose rules, fixture facts, broken trees and the model plugin, from C ----
 
+/// `<name>.c` built once per run: tests sharing a program (plain and under valgrind) must not
+/// write the executable while another one runs it ("Text file busy").
 fn exe(s: &Setup, name: &str) -> PathBuf {
-    compile(s, false, &c_dir().join(format!("{name}.c")), name, true, &[])
+    static BUILT: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.contains(name) {
+        return s.work.join(name);
+    }
+    let e = compile(s, false, &c_dir().join(format!("{name}.c")), name, true, &[]);
+    built.insert(name.to_string());
+    e
 }
 
 /// A command with no model/override variables inherited from the caller's environment.
