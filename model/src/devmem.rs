@@ -510,6 +510,12 @@ impl Locked<'_> {
         Ok(info(i, &self.data.ipc[i]))
     }
 
+    /// One more hold of `pid` on a live entry (a dma-buf file of the process names it).
+    pub(crate) fn ipc_add_hold(&mut self, slot: usize, generation: u32, pid: u32) -> Result<(), i32> {
+        self.ipc_get(slot, generation).ok_or(libc::EINVAL)?;
+        self.ipc_hold(slot, pid)
+    }
+
     fn ipc_hold(&mut self, i: usize, pid: u32) -> Result<(), i32> {
         let holders = &mut self.data.ipc[i].holders;
         if let Some(h) = holders.iter_mut().find(|h| h[0] == pid && h[1] > 0) {

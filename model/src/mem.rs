@@ -25,8 +25,14 @@
 //!   gfx7/8) and the MMIO_REMAP BO by one page per GPU, both in the memfd; they are kept until
 //!   the process ends.
 //! - A model dmabuf is a sealed memfd carrying the export's 128-bit share handle (see
-//!   [`DMABUF_MAGIC`]); it names the BO but is not itself an mmap-able view of its pages, and it
-//!   keeps the memory alive only while some BO (exporter or importer) still holds it.
+//!   [`DMABUF_MAGIC`]); it names the BO but is not itself an mmap-able view of its pages. Like a
+//!   dma-buf it holds the memory until its last descriptor is closed (in any process: dup, fork
+//!   and SCM_RIGHTS share it): the exporting process keeps a registry hold for it and a
+//!   second open file of the memfd (`/proc/self/fd`); the dmabuf's own open file carries a
+//!   shared flock, which goes only when every descriptor of it is closed, and whenever the
+//!   exporter reclaims memory it drops the holds of dmabufs whose lock is gone. Unlike a real
+//!   dma-buf, the hold ends with the exporting process's KFD use (CloseKFD, exit: its registry
+//!   holds are reaped with its arena).
 //! - Exporting a userptr BO fails with EPERM (amdgpu refuses to export userptrs); exporting a
 //!   doorbell or MMIO BO fails with EINVAL.
 
@@ -200,6 +206,16 @@ struct Deferred {
     usage: Usage,
 }
 
+/// A registry hold of a dmabuf file this process made: held until every descriptor of the
+/// dmabuf is closed. `watcher` is a second open file of the dmabuf's memfd: while a descriptor
+/// of the dmabuf's own open file lives, its shared flock keeps the watcher from taking an
+/// exclusive one.
+#[derive(Debug)]
+struct DmabufHold {
+    watcher: OwnedFd,
+    ipc: (usize, u32),
+}
+
 /// The memory part of a KFD process.
 #[derive(Debug, Default)]
 pub(crate) struct MemState {
@@ -209,6 +225,8 @@ pub(crate) struct MemState {
     mappable: BTreeMap<(u64, u64), u64>,
     pub gpus: Vec<PerGpu>,
     deferred: Vec<Deferred>,
+    /// Holds of the dmabufs this process exported (until their last descriptor is closed).
+    dmabufs: Vec<DmabufHold>,
     /// GEM handles of the render-node stand-ins (`gem.rs`).
     gem: gem::Gems,
 }
@@ -333,7 +351,11 @@ impl Model {
 
     /// Give back the ranges of exports whose last holder has gone.
     fn reclaim_deferred(&self, st: &mut Process) {
-        if st.mem.deferred.is_empty() || st.pid != current_pid() {
+        if st.pid != current_pid() {
+            return;
+        }
+        self.drop_closed_dmabufs(st);
+        if st.mem.deferred.is_empty() {
             return;
         }
         let Some(dev) = self.dev.get() else { return };
@@ -347,6 +369,37 @@ impl Model {
             dev.punch(d.offset, d.size);
             arena.ranges.free(d.offset - arena.base, d.size);
             l.unreserve(arena.slot, pid, d.usage);
+            false
+        });
+    }
+
+    /// A new dmabuf file `fd` of registry entry `ipc` holds the entry until its last descriptor
+    /// is closed (see the module notes). Without /proc to open the watcher the dmabuf holds
+    /// nothing of its own (as before: the BOs holding the entry keep it).
+    fn hold_dmabuf(&self, st: &mut Process, fd: &OwnedFd, ipc: (usize, u32)) -> Result<(), i32> {
+        use rustix::fs::{flock, FlockOperation, Mode, OFlags};
+        flock(fd, FlockOperation::LockShared).map_err(|e| e.raw_os_error())?;
+        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
+        let Ok(watcher) = rustix::fs::open(path.as_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) else { return Ok(()) };
+        self.devmem()?.lock().ipc_add_hold(ipc.0, ipc.1, current_pid())?;
+        st.mem.dmabufs.push(DmabufHold { watcher, ipc });
+        Ok(())
+    }
+
+    /// Let go of the holds of dmabufs whose every descriptor is closed: nothing keeps their
+    /// shared lock any more, so the watcher's exclusive one is granted.
+    fn drop_closed_dmabufs(&self, st: &mut Process) {
+        use rustix::fs::{flock, FlockOperation};
+        if st.mem.dmabufs.is_empty() || st.pid != current_pid() {
+            return; // none, or a forked child's copy of its parent's (not the child's to drop)
+        }
+        let Some(dev) = self.dev.get() else { return };
+        let pid = current_pid();
+        st.mem.dmabufs.retain(|h| {
+            if flock(&h.watcher, FlockOperation::NonBlockingLockExclusive).is_err() {
+                return true; // still open somewhere
+            }
+            dev.lock().ipc_release(h.ipc.0, h.ipc.1, pid);
             false
         });
     }
@@ -850,6 +903,8 @@ impl Model {
         let gpu = self.gpu_index(a.gpu_id).ok_or(EINVAL)?;
         let dev = self.devmem()?;
         let pid = current_pid();
+        // An export whose dmabufs were all closed since is gone, if this process made them.
+        self.drop_closed_dmabufs(&mut st);
         // Every process holding registry entries has an arena slot, so its holds are dropped
         // when it dies (reaping goes by arena slot).
         self.arena(&mut st)?;
@@ -874,8 +929,10 @@ impl Model {
             return Err(EINVAL);
         }
         let h = self.export_entry(&mut st, a.handle, 0)?;
+        let ipc = st.mem.bos.get(&a.handle).and_then(|b| b.ipc).ok_or(EINVAL)?;
         let device = self.devmem()?.lock().device_id();
         let fd = make_dmabuf(device, h, a.flags & libc::O_CLOEXEC as u32 != 0)?;
+        self.hold_dmabuf(&mut st, &fd, ipc)?;
         a.dmabuf_fd = fd.into_raw_fd() as u32;
         put(buf, &a);
         Ok(())

@@ -188,7 +188,17 @@ fn ipc_across_fork() {
     assert_eq!(&b, b"child was here");
     map(&m, h, &[g0], true).unwrap();
     free(&m, h).unwrap();
-    // The dead child's holds were dropped: the export is gone with the parent's BO.
+    // The dead child's holds were dropped. The dmabuf, still open here, holds the memory (a
+    // dma-buf lives until its last descriptor is closed): it still imports, with the bytes.
+    let mut im = kfd_ioctl_import_dmabuf_args { va_addr: VA, handle: 0, gpu_id: g0, dmabuf_fd: dmabuf.as_raw_fd() as u32 };
+    raw(&m, AMDKFD_IOC_IMPORT_DMABUF, &mut im).unwrap();
+    map(&m, im.handle, &[g0], false).unwrap();
+    m.gpu_read(g0, VA, &mut b).unwrap();
+    assert_eq!(&b, b"child was here");
+    map(&m, im.handle, &[g0], true).unwrap();
+    free(&m, im.handle).unwrap();
+    // Closed, it lets go: the export is gone with the parent's BO.
+    drop(dmabuf);
     assert_eq!(import(&m, g1, VA, share), Err(libc::EINVAL));
 
     // --- 2. The child holds the memory while the parent frees its BO; accounting is shared.
@@ -240,5 +250,4 @@ fn ipc_across_fork() {
     assert_eq!(import(&m, g0, VA, share), Err(libc::EINVAL));
     assert_eq!(m.live_bos(), 0);
     assert_eq!(m.backing_bytes(), base);
-    drop(dmabuf);
 }

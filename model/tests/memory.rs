@@ -560,6 +560,49 @@ fn dmabuf_export_info_import() {
     assert_eq!(raw(m, AMDKFD_IOC_GET_DMABUF_INFO, &mut i), Err(EINVAL));
 }
 
+/// A dma-buf keeps its memory until its last descriptor is closed: the exporter's BO can be
+/// freed and the dma-buf still answers GET_DMABUF_INFO and imports (the model answered EINVAL
+/// once no BO held the export); a dup keeps it as well; closing the last descriptor gives
+/// every byte back.
+#[test]
+fn a_dmabuf_holds_its_memory_until_its_last_descriptor_closes() {
+    let f = setup("mi210");
+    let (m, g0, g1) = (&f.m, f.ids[0], f.ids[1]);
+    let base = m.backing_bytes();
+    let (h, _) = alloc(m, g0, VA, 2 * 4096, VRAM | RW).unwrap();
+    map(m, h, &[g0]).unwrap();
+    m.gpu_write(g0, VA + 7, b"kept").unwrap();
+    let mut e = kfd_ioctl_export_dmabuf_args { handle: h, flags: libc::O_CLOEXEC as u32, dmabuf_fd: 0 };
+    raw(m, AMDKFD_IOC_EXPORT_DMABUF, &mut e).unwrap();
+    // SAFETY: EXPORT_DMABUF hands the new descriptor to the caller.
+    let dmabuf = unsafe { OwnedFd::from_raw_fd(e.dmabuf_fd as i32) };
+    let dup = dmabuf.try_clone().unwrap();
+    unmap(m, h, &[g0]).unwrap();
+    free(m, h).unwrap();
+    drop(dmabuf);
+    let mut i = kfd_ioctl_get_dmabuf_info_args {
+        size: 0,
+        metadata_ptr: 0,
+        metadata_size: 0,
+        gpu_id: 0,
+        flags: 0,
+        dmabuf_fd: dup.as_raw_fd() as u32,
+    };
+    raw(m, AMDKFD_IOC_GET_DMABUF_INFO, &mut i).unwrap();
+    assert_eq!((i.size, i.gpu_id, i.flags), (2 * 4096, g0, VRAM));
+    let mut im = kfd_ioctl_import_dmabuf_args { va_addr: VA + MIB, handle: 0, gpu_id: g1, dmabuf_fd: dup.as_raw_fd() as u32 };
+    raw(m, AMDKFD_IOC_IMPORT_DMABUF, &mut im).unwrap();
+    map(m, im.handle, &[g1]).unwrap();
+    let mut b = [0u8; 4];
+    m.gpu_read(g1, VA + MIB + 7, &mut b).unwrap();
+    assert_eq!(&b, b"kept");
+    unmap(m, im.handle, &[g1]).unwrap();
+    free(m, im.handle).unwrap();
+    assert!(m.backing_bytes() > base, "the open dup holds the memory");
+    drop(dup);
+    assert_eq!(m.backing_bytes(), base, "closed: every byte back");
+}
+
 #[test]
 fn memory_policy_scratch_and_tile_config() {
     let f = setup("mi210");

@@ -112,8 +112,11 @@ impl Model {
         let mut st = self.lock();
         let bo = self.gem_get(&mut st, render_fd, gem)?.1.bo;
         let h = self.export_entry(&mut st, bo, 0)?;
+        let ipc = st.mem.bos.get(&bo).and_then(|b| b.ipc).ok_or(EINVAL)?;
         let device = self.devmem()?.lock().device_id();
-        make_dmabuf(device, h, true)
+        let fd = make_dmabuf(device, h, true)?;
+        self.hold_dmabuf(&mut st, &fd, ipc)?;
+        Ok(fd)
     }
 
     /// AMDGPU_GEM_VA MAP / UNMAP in the page table of the render file's GPU.
