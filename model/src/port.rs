@@ -89,12 +89,16 @@ impl Kfd for Model {
         // which is never truncated.
         let p = unsafe { rustix::mm::mmap(addr, len, ProtFlags::from_bits_truncate(prot), flags, fd, offset) }
             .map_err(|e| Errno(e.raw_os_error()))?;
+        // Whatever SVM range covered the new mapping's pages is no longer the CPU's (svm.rs).
+        self.svm_cpu_unmapped(p as usize, len);
         Ok(p as usize)
     }
 
     unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
         // SAFETY: the caller's contract (the range came from `mmap`).
-        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))
+        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))?;
+        self.svm_cpu_unmapped(addr, len);
+        Ok(())
     }
 
     unsafe fn map_anonymous(&self, fixed_addr: Option<usize>, hint: usize, len: usize, prot: u32) -> Result<usize, Errno> {
@@ -110,12 +114,15 @@ impl Kfd for Model {
         // SAFETY: without MAP_FIXED nothing is replaced; with it the caller owns the range.
         let p = unsafe { rustix::mm::mmap_anonymous(addr, len, ProtFlags::from_bits_truncate(prot), flags) }
             .map_err(|e| Errno(e.raw_os_error()))?;
+        self.svm_cpu_unmapped(p as usize, len);
         Ok(p as usize)
     }
 
     unsafe fn release_va(&self, addr: usize, len: usize) -> Result<(), Errno> {
         // SAFETY: the caller's contract (nothing uses the range any more).
-        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))
+        unsafe { rustix::mm::munmap(addr as *mut c_void, len) }.map_err(|e| Errno(e.raw_os_error()))?;
+        self.svm_cpu_unmapped(addr, len);
+        Ok(())
     }
 
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {

@@ -20,12 +20,14 @@
 //!   equal. No answer can tell (GET combines the pieces it finds; an equal neighbour changes
 //!   none of AND, OR, min or "all the same"), and the map stays small.
 //! - No migration (ranges stay in system memory: the GPU reads and writes the process's own
-//!   pages), no resident-memory accounting (the kernel's ENOMEM when a range exceeds the system
-//!   memory limit with XNACK off), and ranges the CPU unmaps are not removed at the munmap
-//!   (the kernel's MMU notifier) but lazily, where ALLOC_MEMORY_OF_GPU would otherwise refuse
-//!   the address with EADDRINUSE (`svm_forget_unmapped`: it sees holes in the process's VMAs,
-//!   not memory mapped again at the same address since, which stays in the old range); a GPU
-//!   access to pages the CPU unmapped faults NotMapped all the same.
+//!   pages) and no resident-memory accounting (the kernel's ENOMEM when a range exceeds the
+//!   system memory limit with XNACK off).
+//! - Ranges the CPU unmaps (the kernel's MMU notifier) leave the map when the change goes
+//!   through the model's port (`svm_cpu_unmapped`: the thunk's munmaps, and every mmap it makes,
+//!   which proves the address was unmapped before or replaces what was there). An munmap the
+//!   model cannot see (the application's own) is found lazily, where ALLOC_MEMORY_OF_GPU would
+//!   otherwise refuse the address with EADDRINUSE (`svm_forget_unmapped`: holes in the
+//!   process's VMAs); a GPU access to pages the CPU unmapped faults NotMapped all the same.
 //! - With XNACK on, a GPU access to process memory outside every range is served without
 //!   creating a range (the kernel's svm_range_create_unregistered_range records one, with the
 //!   defaults GET already answers for a gap; for heap and stack VMAs it also sets the
@@ -356,6 +358,27 @@ impl Model {
         }
     }
 
+    /// The CPU's address space changed at `[addr, addr + len)` through the model's port: an
+    /// munmap, or an mmap (a fixed one replaced what was there; any other landed where nothing
+    /// was mapped). The kernel's MMU notifier removes the SVM ranges' pages the CPU unmaps
+    /// (svm_range_unmap_from_cpu), and mapping over them with MAP_FIXED unmaps them first; a
+    /// range the kernel placed a new mapping in was unmapped before, behind the model's back. So
+    /// the ranges lose those pages here (split where they cover part), and the thunk's next VA
+    /// reservation in such a hole is free for its BOs (ALLOC_MEMORY_OF_GPU no longer sees an SVM
+    /// range there). A forked child's copy of its parent's state is left alone.
+    pub(crate) fn svm_cpu_unmapped(&self, addr: usize, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let mut st = self.lock();
+        if st.pid != crate::model::current_pid() || st.svm.ranges.is_empty() {
+            return;
+        }
+        let first = addr as u64 >> PAGE_SHIFT;
+        let last = (addr as u64).saturating_add(len as u64 - 1) >> PAGE_SHIFT;
+        remove_pages(&mut st.svm.ranges, first, last);
+    }
+
     /// Does an SVM range of the process cover any page of `[start, start + size)`?
     /// (ALLOC_MEMORY_OF_GPU answers EADDRINUSE for such a VA, and for such a userptr.)
     pub(crate) fn svm_overlaps(st: &Process, start: u64, size: u64) -> bool {
@@ -621,6 +644,21 @@ impl Model {
 
 /// Merge neighbouring ranges with equal attributes in the pages `[lo, hi]` (see the module
 /// notes: invisible to GET, keeps the map small).
+/// Take pages `first..=last` out of the ranges; a range covering some of them keeps the rest.
+fn remove_pages(ranges: &mut BTreeMap<u64, (u64, SvmAttrs)>, first: u64, last: u64) {
+    let from = ranges.range(..=first).next_back().filter(|(_, (l, _))| *l >= first).map_or(first, |(k, _)| *k);
+    let hit: Vec<(u64, u64, SvmAttrs)> = ranges.range(from..=last).map(|(&s, &(l, a))| (s, l, a)).collect();
+    for (s, l, a) in hit {
+        ranges.remove(&s);
+        if s < first {
+            ranges.insert(s, (first - 1, a));
+        }
+        if l > last {
+            ranges.insert(last + 1, (l, a));
+        }
+    }
+}
+
 fn coalesce(ranges: &mut BTreeMap<u64, (u64, SvmAttrs)>, lo: u64, hi: u64) {
     let from = ranges.range(..=lo).next_back().map(|(k, _)| *k).unwrap_or(lo);
     let keys: Vec<u64> = ranges.range(from..=hi).map(|(k, _)| *k).collect();

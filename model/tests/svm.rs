@@ -419,9 +419,8 @@ fn xnack_change_refused_while_queues_exist() {
 }
 
 /// svm_range_unmap_from_cpu: the parts of ranges the CPU unmaps are gone in the kernel, so a BO
-/// can take their addresses; the part still mapped keeps its range (EADDRINUSE). The model
-/// drops them when ALLOC_MEMORY meets them (it cannot tell a range's pages from memory mapped
-/// there again since: that stays EADDRINUSE).
+/// can take their addresses; the part still mapped keeps its range (EADDRINUSE). An munmap the
+/// model does not see (not through its port) is found when ALLOC_MEMORY meets the range.
 #[test]
 fn ranges_the_cpu_unmapped_do_not_block_a_later_bo() {
     let f = setup("mi210");
@@ -442,4 +441,46 @@ fn ranges_the_cpu_unmapped_do_not_block_a_later_bo() {
     let mut q = [attr(GRAN, 0)];
     assert_eq!(get(m, mem.page(0), 2 * PAGE, &mut q), Ok(()));
     assert_eq!(q[0].value, 1, "the mapped part keeps its attributes");
+}
+
+/// Address-space changes through the model's port (the thunk's munmaps and mmaps) take pages
+/// out of the ranges at once, as the kernel's MMU notifier does: an munmap splits a range, and
+/// a new mapping where the application unmapped a range behind the model's back (the thunk's
+/// next VA reservation landing in the hole) drops what was left there, so a BO takes the
+/// address. Before, the reservation's own mapping kept the stale range alive (EADDRINUSE).
+#[test]
+fn the_ports_munmap_and_mmap_take_pages_out_of_ranges() {
+    use hsakmt_core::Kfd;
+    let f = setup("mi210");
+    let (m, g) = (&f.m, &f.ids);
+    let rw = (libc::PROT_READ | libc::PROT_WRITE) as u32;
+    // SAFETY: a new mapping at an address the kernel picks.
+    let p = unsafe { m.map_anonymous(None, 0, 8 * PAGE as usize, rw) }.unwrap() as u64;
+    assert_eq!(set(m, p, 8 * PAGE, &[attr(GRAN, 3)]), Ok(()));
+    assert_eq!(m.svm_ranges(), vec![(p, 8 * PAGE)]);
+    // SAFETY: page 2 of the mapping made above, unused.
+    unsafe { m.munmap(p as usize + 2 * PAGE as usize, PAGE as usize) }.unwrap();
+    assert_eq!(m.svm_ranges(), vec![(p, 2 * PAGE), (p + 3 * PAGE, 5 * PAGE)], "split around the unmapped page");
+    assert_eq!(get1(m, p + 3 * PAGE, PAGE, GRAN, 0).1, 3, "the rest keeps its attributes");
+
+    // The application unmaps pages 4..8 itself; a reservation placed there drops them.
+    // SAFETY: pages of the mapping above, unused from here on.
+    assert_eq!(unsafe { libc::munmap((p + 4 * PAGE) as *mut c_void, 4 * PAGE as usize) }, 0);
+    assert_eq!(m.svm_ranges().last(), Some(&(p + 3 * PAGE, 5 * PAGE)), "not seen yet");
+    // SAFETY: a PROT_NONE reservation over the hole just made (nothing else is mapped there).
+    let r = unsafe { m.map_anonymous(Some(p as usize + 4 * PAGE as usize), 0, 4 * PAGE as usize, 0) }.unwrap() as u64;
+    assert_eq!(r, p + 4 * PAGE);
+    assert_eq!(m.svm_ranges(), vec![(p, 2 * PAGE), (p + 3 * PAGE, PAGE)]);
+    let gtt = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
+    let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: r, size: 4 * PAGE, handle: 0, mmap_offset: 0, gpu_id: g[0], flags: gtt };
+    assert_eq!(raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a), Ok(()), "a BO takes the reserved hole");
+    a.va_addr = p + 3 * PAGE;
+    a.size = PAGE;
+    assert_eq!(raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a), Err(EADDRINUSE), "page 3 is still a range");
+    // SAFETY: the rest of the mapping and the reservation, unused.
+    unsafe {
+        m.munmap(p as usize, 4 * PAGE as usize).unwrap();
+        m.release_va(r as usize, 4 * PAGE as usize).unwrap();
+    }
+    assert!(m.svm_ranges().is_empty());
 }
