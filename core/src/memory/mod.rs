@@ -78,15 +78,16 @@ enum SvmVa {
     Reserved { coherent: alloc::boxed::Box<VaAllocator>, default: alloc::boxed::Box<VaAllocator> },
 }
 
-/// A GPU's scratch backing range (upstream: one per GPU). The memory behind it is made at
-/// MapMemoryToGPU time, over the mapped range, and dropped at unmap.
-#[derive(Clone, Copy, Debug)]
+/// A GPU's scratch backing range (upstream: one per GPU). Memory behind it is made at
+/// MapMemoryToGPU time, one BO per mapped slice (any sub-range, in any order, as upstream's
+/// scratch_physical aperture holds one object per map), and dropped when that slice is unmapped.
+#[derive(Clone, Debug)]
 struct Scratch {
     gpu: Gpu,
     base: u64,
     size: u64,
-    /// (start, size, KFD handle) of the backing BO while mapped.
-    backing: Option<(u64, u64, u64)>,
+    /// (start, size, KFD handle) of each mapped slice.
+    slices: Vec<(u64, u64, u64)>,
 }
 
 /// Scratch ranges are 64 KiB aligned (upstream SCRATCH_ALIGN).
@@ -104,6 +105,9 @@ pub(crate) struct Memory {
     mem_handle: Option<VaAllocator>,
     bos: BoTable,
     gpus: Vec<Gpu>,
+    /// Per GPU (as `gpus`): upstream's usable_peer_id_array, the GPUs a BO of that GPU maps to
+    /// by default.
+    peers: Vec<Vec<u32>>,
     cfg: MemoryConfig,
     max_va_align_order: u32,
     svm_api: bool,
@@ -116,6 +120,25 @@ fn errno_status(e: Errno, otherwise: Status) -> Status {
         Errno::ENOMEM => Status::NO_MEMORY,
         _ => otherwise,
     }
+}
+
+/// upstream's usable_peer_id_array of each GPU (fmm init): the GPU itself, then, going through
+/// the GPUs in the KFD's order, each one that has an io-link (of any type, as the topology lists
+/// them: io, p2p or indirect) to it. Upstream appends one entry per such link; a GPU appears
+/// here once (mapping a BO twice on one GPU changes nothing).
+fn usable_peers(topo: &Topology, gpus: &[Gpu], kfd_order: &[u32]) -> Vec<Vec<u32>> {
+    gpus.iter()
+        .map(|to| {
+            let mut v = alloc::vec![to.gpu_id];
+            for from in kfd_order.iter().filter_map(|&id| gpus.iter().find(|g| g.gpu_id == id)) {
+                let linked = topo.nodes.get(from.node_id as usize).is_some_and(|n| n.io_links.iter().any(|l| l.NodeTo == to.node_id));
+                if linked && !v.contains(&from.gpu_id) {
+                    v.push(from.gpu_id);
+                }
+            }
+            v
+        })
+        .collect()
 }
 
 fn packed_gfx(p: &HsaNodeProperties) -> u32 {
@@ -181,6 +204,7 @@ impl Memory {
             .then(|| VaAllocator::new(layout.mem_handle.base, layout.mem_handle.limit, cfg.fmm.page_size).ok())
             .flatten();
         let svm_api = topo.nodes.iter().filter(|n| n.gpu_id != 0).all(|n| n.props.Capability.bf_SVMAPISupported() != 0);
+        let peers = usable_peers(topo, &gpus, &layout.kfd_order);
         let mut m = Memory {
             layout,
             scratch: Vec::new(),
@@ -190,6 +214,7 @@ impl Memory {
             mem_handle,
             bos: BoTable::default(),
             gpus,
+            peers,
             cfg,
             max_va_align_order,
             svm_api,
@@ -286,7 +311,7 @@ impl Memory {
             self.release_svm(kfd, va, size);
             return Err(Status::NO_MEMORY);
         }
-        self.scratch.push(Scratch { gpu, base: va, size, backing: None });
+        self.scratch.push(Scratch { gpu, base: va, size, slices: Vec::new() });
         Ok(va)
     }
 
@@ -294,41 +319,62 @@ impl Memory {
         self.scratch.iter().position(|s| addr >= s.base && addr - s.base < s.size)
     }
 
-    /// Map part of a scratch range: a VRAM BO over `[addr, addr + size)`, mapped to its GPU.
+    /// Map a slice of a scratch range (upstream's _fmm_map_to_gpu_scratch): a VRAM BO over
+    /// `[addr, addr + size)`, CPU-mapped PROT_NONE there and mapped to the range's GPU. Any
+    /// slice inside the range, in any order; one that leaves the range is INVALID_PARAMETER
+    /// (upstream's check), the BO allocation failing INVALID_HANDLE and the mappings failing
+    /// ERROR, as upstream. A slice overlapping a mapped one is ERROR before anything changes
+    /// (upstream finds that out when the KFD refuses the overlapping GPU mapping: ERROR too).
+    /// Ours: size 0 maps the rest of the range.
     fn map_scratch(&mut self, kfd: &dyn Kfd, i: usize, addr: u64, size: u64) -> KmtResult<u64> {
-        let sc = self.scratch[i];
-        let size = if size == 0 { sc.base + sc.size - addr } else { size.div_ceil(self.page()) * self.page() };
-        if addr.checked_add(size).is_none_or(|e| e > sc.base + sc.size) || sc.backing.is_some() {
+        let (gpu, base, len) = (self.scratch[i].gpu, self.scratch[i].base, self.scratch[i].size);
+        let size = if size == 0 { base + len - addr } else { size.div_ceil(self.page()) * self.page() };
+        let Some(end) = addr.checked_add(size).filter(|&e| e <= base + len) else {
             return Err(Status::INVALID_PARAMETER);
+        };
+        if self.scratch[i].slices.iter().any(|&(s, l, _)| addr < s + l && s < end) {
+            return Err(Status::ERROR);
         }
         let ioc = flags::ioc::VRAM | flags::ioc::WRITABLE | flags::ioc::NO_SUBSTITUTE;
-        let (handle, off) = self.alloc_bo(kfd, sc.gpu, addr, 0, size, ioc)?;
+        let (handle, off) = self.alloc_bo(kfd, gpu, addr, 0, size, ioc).map_err(|_| Status::INVALID_HANDLE)?;
         // The CPU view stays inaccessible (upstream maps it PROT_NONE unless a debugger asks).
-        // SAFETY: the range is inside this manager's scratch reservation.
-        if unsafe { kfd.mmap_bo(sc.gpu.render_fd, Some(addr as usize), size as usize, 0, off) }.is_err()
-            || self.map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, &[sc.gpu.gpu_id]).is_err()
-        {
+        // SAFETY: the slice is inside this manager's scratch reservation and no other slice
+        // overlaps it.
+        if unsafe { kfd.mmap_bo(gpu.render_fd, Some(addr as usize), size as usize, 0, off) }.is_err() {
             let _ = self.free_bo_handle(kfd, handle);
             return Err(Status::ERROR);
         }
-        self.scratch[i].backing = Some((addr, size, handle));
+        if self.map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, &[gpu.gpu_id]).is_err() {
+            // SAFETY: back to a PROT_NONE reservation over the slice this call mapped.
+            let _ = unsafe { kfd.map_anonymous(Some(addr as usize), 0, size as usize, 0) };
+            let _ = self.free_bo_handle(kfd, handle);
+            return Err(Status::ERROR);
+        }
+        self.scratch[i].slices.push((addr, size, handle));
         Ok(0)
     }
 
-    fn unmap_scratch(&mut self, kfd: &dyn Kfd, i: usize) -> KmtResult<()> {
-        let sc = self.scratch[i];
-        if let Some((addr, size, handle)) = sc.backing {
-            self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &[sc.gpu.gpu_id]).map_err(|_| Status::ERROR)?;
-            // SAFETY: back to a PROT_NONE reservation over our own scratch range.
-            let _ = unsafe { kfd.map_anonymous(Some(addr as usize), 0, size as usize, 0) };
-            self.free_bo_handle(kfd, handle).map_err(|_| Status::ERROR)?;
-            self.scratch[i].backing = None;
-        }
+    /// Unmap the scratch slice that starts at `addr` (upstream finds the object by its exact
+    /// start: any other address is ERROR): GPU unmap, the CPU range back to a PROT_NONE
+    /// reservation, the BO freed.
+    fn unmap_scratch(&mut self, kfd: &dyn Kfd, i: usize, addr: u64) -> KmtResult<()> {
+        let gpu = self.scratch[i].gpu;
+        let j = self.scratch[i].slices.iter().position(|&(s, _, _)| s == addr).ok_or(Status::ERROR)?;
+        let (addr, size, handle) = self.scratch[i].slices[j];
+        self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &[gpu.gpu_id]).map_err(|_| Status::ERROR)?;
+        // SAFETY: back to a PROT_NONE reservation over our own scratch slice.
+        let _ = unsafe { kfd.map_anonymous(Some(addr as usize), 0, size as usize, 0) };
+        self.free_bo_handle(kfd, handle).map_err(|_| Status::ERROR)?;
+        self.scratch[i].slices.swap_remove(j);
         Ok(())
     }
 
+    /// FreeMemory of a scratch range (upstream's fmm_release_scratch): every mapped slice is
+    /// unmapped, then the VA is given back.
     fn free_scratch(&mut self, kfd: &dyn Kfd, i: usize) -> KmtResult<()> {
-        self.unmap_scratch(kfd, i)?;
+        while let Some(&(addr, _, _)) = self.scratch[i].slices.first() {
+            self.unmap_scratch(kfd, i, addr)?;
+        }
         let sc = self.scratch.remove(i);
         self.release_svm(kfd, sc.base, sc.size);
         Ok(())
@@ -720,15 +766,16 @@ impl Memory {
         Ok(())
     }
 
-    /// The GPUs a BO maps to by default: its registered nodes, else the allocating GPU and its
-    /// peers (upstream's usable_peer_id_array, approximated by every GPU in the KFD's order for
-    /// host memory and the owning GPU for VRAM).
+    /// The GPUs a BO maps to by default (upstream's _fmm_map_to_gpu without a node list): its
+    /// registered nodes; else, for a BO of a GPU node that is not a user pointer (VRAM, host
+    /// memory allocated for a GPU), that GPU's usable_peer_id_array (itself and every GPU with
+    /// an io-link to it); else every GPU in the KFD's order.
     fn default_targets(&self, bo: &Bo) -> Vec<u32> {
         if !bo.registered_nodes.is_empty() {
             return bo.registered_nodes.as_slice().iter().filter_map(|&n| self.gpu_of_node(n).map(|g| g.gpu_id)).collect();
         }
-        match self.gpu_of_node(bo.node_id) {
-            Some(g) if bo.kind != BoKind::Userptr => alloc::vec![g.gpu_id],
+        match self.gpus.iter().position(|g| g.node_id == bo.node_id) {
+            Some(i) if bo.kind != BoKind::Userptr => self.peers[i].clone(),
             _ => self.layout.kfd_order.clone(),
         }
     }
@@ -828,7 +875,7 @@ impl Memory {
     /// hsaKmtUnmapMemoryToGPU: an unknown or unmapped address is SUCCESS on SVM systems.
     pub(crate) fn unmap(&mut self, kfd: &dyn Kfd, addr: u64) -> KmtResult<()> {
         if let Some(i) = self.scratch_index(addr) {
-            return self.unmap_scratch(kfd, i);
+            return self.unmap_scratch(kfd, i, addr);
         }
         let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
             return if self.svm_api { Ok(()) } else { Err(Status::ERROR) };

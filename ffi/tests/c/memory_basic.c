@@ -37,6 +37,19 @@ int main(void)
 			gpu = n;
 	}
 	EXPECT(gpu != 0);
+	/* With no node list, VRAM maps to its GPU and every GPU with an io-link to it (upstream's
+	 * usable_peer_id_array). */
+	HSAuint32 peers = 1;
+	for (HSAuint32 n = 0; n < sys.NumNodes; n++) {
+		HsaIoLinkProperties links[64];
+		int linked = 0;
+		if (n == gpu || hsaKmtGetNodeProperties(n, &p) != HSAKMT_STATUS_SUCCESS || !p.KFDGpuID || p.NumIOLinks > 64)
+			continue;
+		EXPECT(hsaKmtGetNodeIoLinkProperties(n, p.NumIOLinks, links) == HSAKMT_STATUS_SUCCESS);
+		for (HSAuint32 l = 0; l < p.NumIOLinks; l++)
+			linked |= links[l].NodeTo == gpu;
+		peers += linked;
+	}
 
 	/* VRAM, host-accessible: the CPU sees it at the address the GPU uses. */
 	f.ui32.NonPaged = 1;
@@ -57,7 +70,7 @@ int main(void)
 	EXPECT(info.Node == gpu);
 	EXPECT(info.GPUAddress == (HSAuint64)(uintptr_t)vram);
 	EXPECT(info.SizeInBytes == (1 << 20));
-	EXPECT(info.NMappedNodes == 1 && info.MappedNodes && info.MappedNodes[0] == gpu);
+	EXPECT(info.NMappedNodes == peers && info.MappedNodes && info.MappedNodes[0] == gpu);
 	EXPECT(hsaKmtSetMemoryUserData(vram, (void *)0x1234) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtQueryPointerInfo(vram, &info) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(info.UserData == (void *)0x1234);
@@ -157,9 +170,14 @@ int main(void)
 	EXPECT(hsaKmtAllocMemory(gpu, 3 * 65536, f, &scratch) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(scratch && ((uintptr_t)scratch & 0xffff) == 0);
 	EXPECT(hsaKmtAllocMemory(gpu, 65536, f, &tmp) == HSAKMT_STATUS_NO_MEMORY); /* one per GPU */
+	/* Any slice maps, in any order; unmapping goes by a slice's start (upstream). */
 	EXPECT(hsaKmtMapMemoryToGPU((char *)scratch + 65536, 65536, NULL) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtMapMemoryToGPU(scratch, 65536, NULL) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtMapMemoryToGPU((char *)scratch + 2 * 65536, 2 * 65536, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtUnmapMemoryToGPU((char *)scratch + 4096) == HSAKMT_STATUS_ERROR);
 	EXPECT(hsaKmtUnmapMemoryToGPU(scratch) == HSAKMT_STATUS_SUCCESS);
-	EXPECT(hsaKmtFreeMemory(scratch, 3 * 65536) == HSAKMT_STATUS_SUCCESS);
+	EXPECT(hsaKmtUnmapMemoryToGPU(scratch) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtFreeMemory(scratch, 3 * 65536) == HSAKMT_STATUS_SUCCESS); /* unmaps the rest */
 	EXPECT(hsaKmtAllocMemory(gpu, 65536, f, &scratch) == HSAKMT_STATUS_SUCCESS);
 	EXPECT(hsaKmtFreeMemory(scratch, 65536) == HSAKMT_STATUS_SUCCESS);
 
