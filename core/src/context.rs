@@ -5,7 +5,7 @@
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
 use crate::memory::{Memory, MemoryConfig};
-use crate::port::{ioctl_typed, Backend, Kfd};
+use crate::port::{ioctl_plain, ioctl_typed, Backend, Kfd};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::{self, Topology, TopologyConfig, TopologyError};
 use alloc::boxed::Box;
@@ -83,7 +83,7 @@ impl Context {
     /// The topology is snapshotted by the first `acquire_system_properties`, as upstream does.
     pub fn open(kfd: Box<dyn Kfd>, cfg: OpenConfig) -> Result<Context, OpenError> {
         let mut v: kfd_ioctl_get_version_args = zeroed();
-        if let Err(e) = ioctl_typed(&*kfd, AMDKFD_IOC_GET_VERSION, &mut v) {
+        if let Err(e) = ioctl_plain(&*kfd, &mut v) {
             return Err(OpenError::new(Status::ERROR, alloc::format!("AMDKFD_IOC_GET_VERSION failed (errno {})", e.0)));
         }
         if v.major_version != KFD_MAJOR_VERSION {
@@ -193,7 +193,10 @@ impl Context {
         let mut args: kfd_ioctl_get_process_apertures_new_args = zeroed();
         args.kfd_process_device_apertures_ptr = raw.as_mut_ptr() as u64;
         args.num_of_nodes = gpus as u32;
-        ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut args)
+        // SAFETY: the pointer and count describe `raw`, live and unborrowed for the call, which
+        // the KFD fills with up to `num_of_nodes` entries of exactly this type; nothing is
+        // handed to a GPU.
+        unsafe { ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut args) }
             .map_err(|_| fail(Status::ERROR, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW failed"))?;
         for a in raw.iter().take(args.num_of_nodes as usize) {
             if let Some(i) = topo.nodes.iter().position(|n| n.gpu_id == a.gpu_id && n.gpu_id != 0) {
@@ -210,7 +213,7 @@ impl Context {
             let mut vm: kfd_ioctl_acquire_vm_args = zeroed();
             vm.drm_fd = fd as u32;
             vm.gpu_id = n.gpu_id;
-            ioctl_typed(&*self.kfd, AMDKFD_IOC_ACQUIRE_VM, &mut vm).map_err(|_| fail(Status::ERROR, "AMDKFD_IOC_ACQUIRE_VM failed"))?;
+            ioctl_plain(&*self.kfd, &mut vm).map_err(|_| fail(Status::ERROR, "AMDKFD_IOC_ACQUIRE_VM failed"))?;
         }
         raw.truncate(args.num_of_nodes as usize);
         Ok((apertures, raw))
@@ -342,7 +345,7 @@ impl Context {
         let (n, _) = self.node(id)?;
         let mut a: kfd_ioctl_get_clock_counters_args = zeroed();
         a.gpu_id = n.gpu_id;
-        ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a).map_err(|_| Status::ERROR)?;
+        ioctl_plain(&*self.kfd, &mut a).map_err(|_| Status::ERROR)?;
         Ok(HsaClockCounters {
             GPUClockCounter: a.gpu_clock_counter,
             CPUClockCounter: a.cpu_clock_counter,
@@ -376,7 +379,7 @@ impl Context {
         if setup_ttmp {
             a.mode_mask |= KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK as u32;
         }
-        match ioctl_typed(&*self.kfd, AMDKFD_IOC_RUNTIME_ENABLE, &mut a) {
+        match ioctl_plain(&*self.kfd, &mut a) {
             Ok(()) => {
                 self.runtime_caps = a.capabilities_mask;
                 Ok(())
@@ -389,7 +392,7 @@ impl Context {
     pub fn runtime_disable(&mut self) -> KmtResult<()> {
         self.check_runtime_debug_support()?;
         let mut a: kfd_ioctl_runtime_enable_args = zeroed();
-        ioctl_typed(&*self.kfd, AMDKFD_IOC_RUNTIME_ENABLE, &mut a).map_err(|_| Status::ERROR)
+        ioctl_plain(&*self.kfd, &mut a).map_err(|_| Status::ERROR)
     }
 
     /// The capabilities the last successful RuntimeEnable reported (0 before one).
@@ -453,7 +456,7 @@ impl Context {
         let (n, _) = self.node(node)?;
         let mut a: kfd_ioctl_get_available_memory_args = zeroed();
         a.gpu_id = n.gpu_id;
-        ioctl_typed(&*self.kfd, AMDKFD_IOC_AVAILABLE_MEMORY, &mut a).map_err(|_| Status::ERROR)?;
+        ioctl_plain(&*self.kfd, &mut a).map_err(|_| Status::ERROR)?;
         Ok(a.available)
     }
 
@@ -465,9 +468,15 @@ impl Context {
         Err(Status::NOT_IMPLEMENTED)
     }
 
-    pub fn register_memory(&mut self, addr: u64, size: u64, nodes: Option<&[u32]>, coarse: bool, ext: bool) -> KmtResult<()> {
+    /// hsaKmtRegisterMemory(ToNodes / WithFlags): the user range becomes GPU-accessible.
+    ///
+    /// # Safety
+    /// `[addr, addr + size)` must be memory the GPUs may read and write until it is
+    /// deregistered (see [`Kfd::ioctl`]): no Rust reference to plain data may point into it.
+    pub unsafe fn register_memory(&mut self, addr: u64, size: u64, nodes: Option<&[u32]>, coarse: bool, ext: bool) -> KmtResult<()> {
         let (kfd, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
-        mem.register(kfd, addr, size, nodes, coarse, ext)
+        // SAFETY: this function's contract, passed on.
+        unsafe { mem.register(kfd, addr, size, nodes, coarse, ext) }
     }
 
     pub fn deregister_memory(&mut self, addr: u64) -> KmtResult<()> {
@@ -588,7 +597,10 @@ impl Context {
         a.macro_tile_config_ptr = macro_tile.as_mut_ptr() as u64;
         a.num_tile_configs = tile.len() as u32;
         a.num_macro_tile_configs = macro_tile.len() as u32;
-        ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_TILE_CONFIG, &mut a).map_err(|_| Status::ERROR)?;
+        // SAFETY: the two pointers and counts describe `tile` and `macro_tile`, exclusively
+        // borrowed for the call, which the KFD fills with at most that many words; nothing is
+        // handed to a GPU.
+        unsafe { ioctl_typed(&*self.kfd, AMDKFD_IOC_GET_TILE_CONFIG, &mut a) }.map_err(|_| Status::ERROR)?;
         Ok((a.num_tile_configs, a.num_macro_tile_configs, a.gb_addr_config, a.num_banks, a.num_ranks, a.gpu_id))
     }
 

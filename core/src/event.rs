@@ -20,7 +20,7 @@
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
 use crate::context::Context;
-use crate::port::{ioctl_typed, Kfd};
+use crate::port::{ioctl_plain, Kfd};
 use crate::status::{KmtResult, Status};
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -158,9 +158,12 @@ pub struct EventDesc {
 /// SET_EVENT (`set`) or RESET_EVENT of KFD event `event_id`; a KFD failure is ERROR
 /// (upstream). Allocates nothing.
 pub fn set_reset(kfd: &dyn Kfd, set: bool, event_id: u32) -> KmtResult<()> {
-    let mut a = kfd_ioctl_set_event_args { event_id, pad: 0 };
-    let request = if set { AMDKFD_IOC_SET_EVENT } else { AMDKFD_IOC_RESET_EVENT };
-    ioctl_typed(kfd, request, &mut a).map_err(|_| Status::ERROR)
+    let r = if set {
+        ioctl_plain(kfd, &mut kfd_ioctl_set_event_args { event_id, pad: 0 })
+    } else {
+        ioctl_plain(kfd, &mut kfd_ioctl_reset_event_args { event_id, pad: 0 })
+    };
+    r.map_err(|_| Status::ERROR)
 }
 
 /// WAIT_EVENTS on `data` (the caller holds no thunk lock): SUCCESS, WAIT_TIMEOUT, or ERROR
@@ -195,7 +198,7 @@ impl Context {
                 new_page = Some(va);
             }
         }
-        if ioctl_typed(self.kfd(), AMDKFD_IOC_CREATE_EVENT, &mut a).is_err() {
+        if ioctl_plain(self.kfd(), &mut a).is_err() {
             if let Some(va) = new_page {
                 let _ = self.unmap_memory_to_gpu(va);
                 let _ = self.free_memory(va);
@@ -266,7 +269,7 @@ impl Context {
     pub fn destroy_event(&mut self, ev: usize) -> KmtResult<()> {
         let id = self.events().get(ev)?.id;
         let mut a = kfd_ioctl_destroy_event_args { event_id: id, pad: 0 };
-        ioctl_typed(self.kfd(), AMDKFD_IOC_DESTROY_EVENT, &mut a).map_err(|_| Status::ERROR)?;
+        ioctl_plain(self.kfd(), &mut a).map_err(|_| Status::ERROR)?;
         self.events_mut().live.remove(&ev);
         Ok(())
     }

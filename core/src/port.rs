@@ -33,12 +33,39 @@ pub enum Backend {
 
 /// The kernel interface as core sees it.
 ///
-/// Contract for `ioctl`: `arg` is the caller's argument struct; its length need not match the
-/// size encoded in `request` (the KFD copies min(sizes) in and out and zero-fills the rest),
-/// but implementations pass the request through unchanged so the kernel applies that rule.
+/// `ioctl` is an `unsafe fn`, as rustix's `ioctl` and kvm-ioctls' raw calls are: the argument
+/// bytes carry user addresses that the kernel (or the model) reads and writes through, and the
+/// GPUs keep using some of them after the call. Ioctls whose argument holds no address go
+/// through the safe [`ioctl_plain`] instead.
 pub trait Kfd: Send + Sync {
     /// Issue one KFD ioctl. `Err` carries the errno the kernel (or model) answered.
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno>;
+    ///
+    /// `arg` is the caller's argument struct for `request`; its length need not match the size
+    /// encoded in `request` (the KFD copies min(sizes) in and out and zero-fills the rest), but
+    /// implementations pass the request through unchanged so the kernel applies that rule. An
+    /// `arg` shorter than the request's size is `Err(EINVAL)`.
+    ///
+    /// # Safety
+    /// `arg` is interpreted as `request`'s argument struct (`kfd_ioctl.h`), and every user
+    /// address in it is used as that ioctl defines. The caller must ensure:
+    /// - **Addresses used during the call** (arrays the ioctl reads or fills: `events_ptr`,
+    ///   `kfd_process_device_apertures_ptr`, `device_ids_array_ptr`, `cu_mask_ptr`,
+    ///   `tile_config_ptr` / `macro_tile_config_ptr`, `metadata_ptr`, `ctl_stack_address`)
+    ///   are NULL or valid for the reads and writes that ioctl makes at the sizes the struct
+    ///   states, and no Rust reference to memory the call writes is live across it other than
+    ///   the one the address was taken from as `*mut`.
+    /// - **Memory handed to a GPU** (an ALLOC_MEMORY_OF_GPU userptr, the VA of
+    ///   ALLOC_MEMORY_OF_GPU / IMPORT_DMABUF / IPC_IMPORT_HANDLE / SET_SCRATCH_BACKING_VA, the
+    ///   ring, read / write pointers, EOP and CWSR areas of CREATE_QUEUE and UPDATE_QUEUE, the
+    ///   SET_TRAP_HANDLER addresses, SVM ranges) is the caller's to share: until its teardown
+    ///   (FREE_MEMORY_OF_GPU, DESTROY_QUEUE, the SVM range's end) the device may read and write
+    ///   it at any time, so Rust reaches it only through raw pointers, atomics and volatile
+    ///   copies, never through `&` / `&mut` to plain data.
+    ///
+    /// An address that is not mapped at all is not undefined behaviour: the kernel and the
+    /// model answer EFAULT (or the GPU faults). What the GPUs then do with memory they can
+    /// reach is decided by the packets their queues execute, as with any DMA engine.
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno>;
 
     /// Map `len` bytes of the KFD file at `offset` (an offset an ioctl returned).
     ///
@@ -103,7 +130,10 @@ pub trait Kfd: Send + Sync {
         a.num_events = u32::try_from(data.len()).map_err(|_| Errno(Errno::EINVAL))?;
         a.wait_for_all = u32::from(wait_all);
         a.timeout = timeout_ms;
-        self.ioctl(AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes())?;
+        // SAFETY: `events_ptr` / `num_events` describe `data`, exclusively borrowed for the
+        // call, which WAIT_EVENTS reads and writes as `kfd_event_data` (same layout as
+        // `EventData`, checked in event.rs); nothing is handed to a GPU.
+        unsafe { self.ioctl(AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes()) }?;
         Ok(a.wait_result)
     }
 
@@ -190,6 +220,105 @@ pub const GEM_VA_WRITEABLE: u32 = 1 << 2;
 pub const GEM_VA_EXECUTABLE: u32 = 1 << 3;
 
 /// Typed helper: issue `request` with a zerocopy argument struct.
-pub fn ioctl_typed<T: IntoBytes + FromBytes + KnownLayout + Immutable>(kfd: &dyn Kfd, request: u32, arg: &mut T) -> Result<(), Errno> {
-    kfd.ioctl(request, arg.as_mut_bytes())
+///
+/// # Safety
+/// As [`Kfd::ioctl`], for `arg` as `request`'s argument struct.
+pub unsafe fn ioctl_typed<T: IntoBytes + FromBytes + KnownLayout + Immutable>(
+    kfd: &dyn Kfd,
+    request: u32,
+    arg: &mut T,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract is [`Kfd::ioctl`]'s.
+    unsafe { kfd.ioctl(request, arg.as_mut_bytes()) }
+}
+
+/// The argument struct of a KFD ioctl that carries no user address: the kernel (and the
+/// model) reads and writes nothing but the struct itself, and the call hands no process
+/// memory to a GPU. Such an ioctl is safe whatever the field values are, so it goes through
+/// [`ioctl_plain`], which takes the request from the type (one struct, one request).
+///
+/// Handles and fds are not addresses: they name objects the kernel owns (a BO, a dma-buf, a
+/// render node's VM), and any memory such an object stands for was given to the device by the
+/// ioctl that made it ([`Kfd::ioctl`]'s contract covers that one).
+///
+/// # Safety
+/// Implement only for `REQUEST`'s own argument struct, and only when no field is used as an
+/// address of this process's memory by the kernel, the model or a GPU. Every implementation
+/// is in this module's `plain_ioctls!` list (`PLAIN_IOCTLS`), which a test checks against the
+/// ABI tables.
+pub unsafe trait PlainIoctl: IntoBytes + FromBytes + KnownLayout + Immutable {
+    /// The ioctl request this struct is the argument of.
+    const REQUEST: u32;
+}
+
+/// Issue the ioctl whose argument struct `arg` is. Safe: a [`PlainIoctl`] carries no address.
+///
+/// An argument that carries pointers does not compile here; it needs the `unsafe`
+/// [`ioctl_typed`] and a reason why its pointers are valid:
+///
+/// ```compile_fail
+/// # use hsakmt_core::abi::kfd::kfd_ioctl_wait_events_args;
+/// # fn f(kfd: &dyn hsakmt_core::Kfd, a: &mut kfd_ioctl_wait_events_args) {
+/// hsakmt_core::port::ioctl_plain(kfd, a); // events_ptr is an address: not a PlainIoctl
+/// # }
+/// ```
+#[inline]
+pub fn ioctl_plain<T: PlainIoctl>(kfd: &dyn Kfd, arg: &mut T) -> Result<(), Errno> {
+    // SAFETY: `T: PlainIoctl` is `T::REQUEST`'s argument struct and holds no address, so the
+    // call reads and writes only `arg` (exclusively borrowed) and gives no memory to a GPU.
+    unsafe { kfd.ioctl(T::REQUEST, arg.as_mut_bytes()) }
+}
+
+macro_rules! plain_ioctls {
+    ($($(#[doc = $why:literal])* $ty:ident => $req:ident,)*) => {
+        $(
+            $(#[doc = $why])*
+            // SAFETY: `$req` is defined with `$ty` (abi/gen_kfd.rs), and the note above says
+            // why none of its fields is an address (checked against the ABI tables by
+            // core/tests/plain_ioctls.rs).
+            unsafe impl PlainIoctl for crate::abi::kfd::$ty {
+                const REQUEST: u32 = crate::abi::kfd::$req;
+            }
+        )*
+        /// Every [`PlainIoctl`]: (argument struct, request), for the test against the ABI tables.
+        #[doc(hidden)]
+        pub const PLAIN_IOCTLS: &[(&str, u32)] = &[$((stringify!($ty), crate::abi::kfd::$req)),*];
+    };
+}
+
+plain_ioctls! {
+    /// Version numbers only.
+    kfd_ioctl_get_version_args => AMDKFD_IOC_GET_VERSION,
+    /// A queue id; the GPU stops using the queue's memory.
+    kfd_ioctl_destroy_queue_args => AMDKFD_IOC_DESTROY_QUEUE,
+    /// The alternate aperture only selects a cache policy for GPU accesses in that VA range
+    /// (APE1 on gfx8); it gives the GPU no memory.
+    kfd_ioctl_set_memory_policy_args => AMDKFD_IOC_SET_MEMORY_POLICY,
+    /// Counters out, a gpu_id in.
+    kfd_ioctl_get_clock_counters_args => AMDKFD_IOC_GET_CLOCK_COUNTERS,
+    /// `event_page_offset` is the KFD handle of a BO (dGPU) or an mmap offset (APU).
+    kfd_ioctl_create_event_args => AMDKFD_IOC_CREATE_EVENT,
+    /// An event id.
+    kfd_ioctl_destroy_event_args => AMDKFD_IOC_DESTROY_EVENT,
+    /// An event id.
+    kfd_ioctl_set_event_args => AMDKFD_IOC_SET_EVENT,
+    /// An event id.
+    kfd_ioctl_reset_event_args => AMDKFD_IOC_RESET_EVENT,
+    /// A render-node fd (the kernel looks it up) and a gpu_id.
+    kfd_ioctl_acquire_vm_args => AMDKFD_IOC_ACQUIRE_VM,
+    /// A BO handle.
+    kfd_ioctl_free_memory_of_gpu_args => AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+    /// A queue id and counts.
+    kfd_ioctl_alloc_queue_gws_args => AMDKFD_IOC_ALLOC_QUEUE_GWS,
+    /// A mode.
+    kfd_ioctl_set_xnack_mode_args => AMDKFD_IOC_SET_XNACK_MODE,
+    /// A byte count out, a gpu_id in.
+    kfd_ioctl_get_available_memory_args => AMDKFD_IOC_AVAILABLE_MEMORY,
+    /// A BO handle in, a new dma-buf fd out.
+    kfd_ioctl_export_dmabuf_args => AMDKFD_IOC_EXPORT_DMABUF,
+    /// A BO handle in, a share handle out.
+    kfd_ioctl_ipc_export_handle_args => AMDKFD_IOC_IPC_EXPORT_HANDLE,
+    /// `r_debug` is stored for a debugger to read back (kfd_ioctl_runtime_enable); neither the
+    /// kernel nor a GPU dereferences it.
+    kfd_ioctl_runtime_enable_args => AMDKFD_IOC_RUNTIME_ENABLE,
 }

@@ -28,7 +28,7 @@ use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
 use crate::context::Context;
 use crate::fmm::GPU_HUGE_PAGE_SIZE;
-use crate::port::ioctl_typed;
+use crate::port::{ioctl_plain, ioctl_typed};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Node;
 use alloc::boxed::Box;
@@ -351,7 +351,14 @@ impl Context {
     }
 
     /// hsaKmtCreateQueue / CreateQueueExt / CreateQueueV2.
-    pub fn create_queue(&mut self, r: &QueueRequest) -> KmtResult<CreatedQueue> {
+    ///
+    /// # Safety
+    /// Until the queue is destroyed the GPU reads and writes memory the request names (see
+    /// [`crate::Kfd::ioctl`]): `ring` (`ring_size` bytes, executed as the queue's packets),
+    /// for AQL queues `rptr` and `wptr` (8 bytes each), and `error_reason` (8 bytes, or 0).
+    /// They must be memory the caller lets the GPU share that long: no Rust reference to plain
+    /// data may point into it.
+    pub unsafe fn create_queue(&mut self, r: &QueueRequest) -> KmtResult<CreatedQueue> {
         let priority = kfd_priority(r.priority).ok_or(Status::INVALID_PARAMETER)?;
         let (props, gpu_id) = {
             let (n, _): (&Node, _) = self.node_checked(r.node)?;
@@ -415,7 +422,11 @@ impl Context {
         a.queue_priority = priority;
         a.sdma_engine_id = r.sdma_engine_id;
         a.metadata_ring_size = metadata;
-        if ioctl_typed(self.kfd(), AMDKFD_IOC_CREATE_QUEUE, &mut a).is_err() {
+        // SAFETY: the ring, the AQL read/write pointers and the error-reason word are the
+        // caller's to share (this function's contract); PM4/SDMA pointers are in `page`, and
+        // the EOP buffer and CWSR area are memory this context allocated for the queue, which
+        // Rust reaches only through raw addresses.
+        if unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_CREATE_QUEUE, &mut a) }.is_err() {
             self.free_queue(&q);
             return Err(Status::ERROR);
         }
@@ -528,7 +539,9 @@ impl Context {
             attr(HSA_SVM_ATTR_ACCESS, node),
             attr(HSA_SVM_ATTR_GRANULARITY, 0xFF),
         ];
-        self.svm_set_attr(va, len, &attrs)
+        // SAFETY: `[va, va + len)` is the unified CWSR area this context just mapped for the
+        // queue; Rust writes its headers only through raw pointers.
+        unsafe { self.svm_set_attr(va, len, &attrs) }
     }
 
     /// One header per XCC at the start of its slice of the CWSR area (upstream's
@@ -566,8 +579,7 @@ impl Context {
     }
 
     fn kfd_destroy_queue(&self, kfd_id: u32) -> Result<(), Errno> {
-        let mut a = kfd_ioctl_destroy_queue_args { queue_id: kfd_id, pad: 0 };
-        ioctl_typed(self.kfd(), AMDKFD_IOC_DESTROY_QUEUE, &mut a)
+        ioctl_plain(self.kfd(), &mut kfd_ioctl_destroy_queue_args { queue_id: kfd_id, pad: 0 })
     }
 
     /// The GPU's doorbell page, mapped for the CPU (and the GPU, in the fine-grain aperture)
@@ -606,7 +618,10 @@ impl Context {
     }
 
     /// hsaKmtUpdateQueue.
-    pub fn update_queue(&mut self, id: u64, percentage: u32, priority: i64, ring: u64, ring_size: u64) -> KmtResult<()> {
+    ///
+    /// # Safety
+    /// As [`Context::create_queue`] for the new `ring` of `ring_size` bytes.
+    pub unsafe fn update_queue(&mut self, id: u64, percentage: u32, priority: i64, ring: u64, ring_size: u64) -> KmtResult<()> {
         let prio = kfd_priority(priority).ok_or(Status::INVALID_PARAMETER)?;
         let kfd_id = self.queue(id)?.kfd_id;
         let size = u32::try_from(ring_size).map_err(|_| Status::INVALID_PARAMETER)?;
@@ -616,7 +631,8 @@ impl Context {
         a.ring_size = size;
         a.queue_percentage = percentage;
         a.queue_priority = prio;
-        ioctl_typed(self.kfd(), AMDKFD_IOC_UPDATE_QUEUE, &mut a).map_err(|_| Status::ERROR)?;
+        // SAFETY: the new ring is the caller's to share (this function's contract).
+        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_UPDATE_QUEUE, &mut a) }.map_err(|_| Status::ERROR)?;
         if let Some(q) = self.queues.live.get_mut(&id) {
             q.ring = ring;
             q.ring_size = ring_size;
@@ -632,7 +648,9 @@ impl Context {
         let kfd_id = self.queue(id)?.kfd_id;
         let words = &mask[..(bits / 32) as usize];
         let mut a = kfd_ioctl_set_cu_mask_args { queue_id: kfd_id, num_cu_mask: bits, cu_mask_ptr: words.as_ptr() as u64 };
-        ioctl_typed(self.kfd(), AMDKFD_IOC_SET_CU_MASK, &mut a).map_err(|_| Status::ERROR)?;
+        // SAFETY: `cu_mask_ptr` / `num_cu_mask` describe `words`, borrowed for the call, which
+        // the KFD only reads.
+        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_SET_CU_MASK, &mut a) }.map_err(|_| Status::ERROR)?;
         if let Some(q) = self.queues.live.get_mut(&id) {
             q.cu_mask = words.into();
             q.cu_mask_bits = bits;
@@ -648,7 +666,10 @@ impl Context {
         let mut a: kfd_ioctl_get_queue_wave_state_args = FromZeros::new_zeroed();
         a.queue_id = q.kfd_id;
         a.ctl_stack_address = cwsr;
-        ioctl_typed(self.kfd(), AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &mut a).map_err(|_| Status::ERROR)?;
+        // SAFETY: `ctl_stack_address` is this queue's CWSR area (allocated by this context,
+        // `ctl_stack` bytes of control stack at its start, reached by Rust only through raw
+        // addresses), which the KFD may fill with the saved control stack.
+        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &mut a) }.map_err(|_| Status::ERROR)?;
         let ctl = u64::from(q.sizes.ctl_stack);
         Ok(QueueInfo {
             control_stack_top: a.ctl_stack_address + ctl - u64::from(a.ctl_stack_used_size),
@@ -684,7 +705,7 @@ impl Context {
     pub fn alloc_queue_gws(&self, id: u64, n: u32) -> KmtResult<u32> {
         let kfd_id = self.queue(id)?.kfd_id;
         let mut a = kfd_ioctl_alloc_queue_gws_args { queue_id: kfd_id, num_gws: n, first_gws: 0, pad: 0 };
-        match ioctl_typed(self.kfd(), AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a) {
+        match ioctl_plain(self.kfd(), &mut a) {
             Ok(()) => Ok(a.first_gws),
             Err(Errno(e)) if e == Errno::EINVAL => Err(Status::INVALID_PARAMETER),
             Err(Errno(e)) if e == Errno::EBUSY => Err(Status::OUT_OF_RESOURCES),
@@ -694,10 +715,16 @@ impl Context {
     }
 
     /// hsaKmtSetTrapHandler.
-    pub fn set_trap_handler(&self, node: u32, tba: u64, tma: u64) -> KmtResult<()> {
+    ///
+    /// # Safety
+    /// The GPU executes the trap handler at `tba` and reads and writes the trap buffer at
+    /// `tma` from now on (see [`crate::Kfd::ioctl`]): both must be memory the caller lets the
+    /// GPU share.
+    pub unsafe fn set_trap_handler(&self, node: u32, tba: u64, tma: u64) -> KmtResult<()> {
         let (n, _) = self.node_checked(node)?;
         let mut a = kfd_ioctl_set_trap_handler_args { tba_addr: tba, tma_addr: tma, gpu_id: n.gpu_id, pad: 0 };
-        ioctl_typed(self.kfd(), AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).map_err(|_| Status::ERROR)
+        // SAFETY: the two addresses are the caller's to share (this function's contract).
+        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_SET_TRAP_HANDLER, &mut a) }.map_err(|_| Status::ERROR)
     }
 
     /// The KFD queue type of a queue.

@@ -24,7 +24,7 @@
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
 use crate::context::Context;
-use crate::port::ioctl_typed;
+use crate::port::ioctl_plain;
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Topology;
 use alloc::vec::Vec;
@@ -113,7 +113,10 @@ impl Context {
 
     /// One AMDKFD_IOC_SVM with the attributes after the header; the request's size field says
     /// how many (the KFD copies header and attributes in one go).
-    fn svm_ioctl(&self, op: u32, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute]) -> KmtResult<()> {
+    ///
+    /// # Safety
+    /// For SET_ATTR, as [`Context::svm_set_attr`]; GET_ATTR only reads attributes.
+    unsafe fn svm_ioctl(&self, op: u32, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute]) -> KmtResult<()> {
         let bytes = HEADER + attrs.len() * ATTR;
         let mut buf = alloc::vec![0u8; bytes];
         let header = kfd_ioctl_svm_args { start_addr: start, size, op, nattr: attrs.len() as u32, attrs: [] };
@@ -122,7 +125,10 @@ impl Context {
             chunk.copy_from_slice(zerocopy::IntoBytes::as_bytes(a));
         }
         let request = AMDKFD_IOC_SVM + (((attrs.len() * ATTR) as u32) << IOC_SIZE_SHIFT);
-        self.kfd().ioctl(request, &mut buf).map_err(|_| Status::ERROR)?;
+        // SAFETY: `buf` is the header and `attrs.len()` attributes, the size `request` states
+        // (the KFD reads and writes only that); a SET_ATTR range is the caller's to share with
+        // the GPUs (this function's contract).
+        unsafe { self.kfd().ioctl(request, &mut buf) }.map_err(|_| Status::ERROR)?;
         for (chunk, a) in buf[HEADER..].chunks_exact(ATTR).zip(attrs.iter_mut()) {
             a.r#type = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             a.value = u32::from_ne_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]);
@@ -131,10 +137,16 @@ impl Context {
     }
 
     /// hsaKmtSVMSetAttr.
-    pub fn svm_set_attr(&self, start: u64, size: u64, attrs: &[HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
+    ///
+    /// # Safety
+    /// Access attributes let GPUs read and write `[start, start + size)` (see
+    /// [`crate::Kfd::ioctl`]): the range must be memory the caller lets them share for as long
+    /// as the range keeps that access; no Rust reference to plain data may point into it.
+    pub unsafe fn svm_set_attr(&self, start: u64, size: u64, attrs: &[HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
         self.svm_precheck(start, size, attrs.len())?;
         let mut k = to_kfd(self.topology(), attrs, true)?;
-        self.svm_ioctl(KFD_IOCTL_SVM_OP_SET_ATTR, start, size, &mut k)
+        // SAFETY: this function's contract, passed on.
+        unsafe { self.svm_ioctl(KFD_IOCTL_SVM_OP_SET_ATTR, start, size, &mut k) }
     }
 
     /// hsaKmtSVMGetAttr: `attrs` holds the questions and gets the answers (only on success).
@@ -142,7 +154,8 @@ impl Context {
         self.svm_precheck(start, size, attrs.len())?;
         let topo = self.topology();
         let mut k = to_kfd(topo, attrs, false)?;
-        self.svm_ioctl(KFD_IOCTL_SVM_OP_GET_ATTR, start, size, &mut k)?;
+        // SAFETY: GET_ATTR only reads the range's attributes; nothing is handed to a GPU.
+        unsafe { self.svm_ioctl(KFD_IOCTL_SVM_OP_GET_ATTR, start, size, &mut k) }?;
         let mut answers = Vec::with_capacity(k.len());
         for a in &k {
             let value = if is_location(a.r#type) || is_access(a.r#type) {
@@ -163,7 +176,7 @@ impl Context {
     fn xnack_ioctl(&self, value: i32) -> KmtResult<i32> {
         self.svm_supported()?;
         let mut a = kfd_ioctl_set_xnack_mode_args { xnack_enabled: value };
-        match ioctl_typed(self.kfd(), AMDKFD_IOC_SET_XNACK_MODE, &mut a) {
+        match ioctl_plain(self.kfd(), &mut a) {
             Ok(()) => Ok(a.xnack_enabled),
             // The KFD refuses XNACK on when a GPU of the process cannot retry page faults.
             Err(Errno(Errno::EPERM)) => Err(Status::NOT_SUPPORTED),

@@ -15,7 +15,7 @@ struct FakeKfd {
 }
 
 impl Kfd for FakeKfd {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         if request != AMDKFD_IOC_GET_VERSION {
             return Err(Errno(Errno::ENOTTY));
         }

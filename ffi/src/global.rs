@@ -205,8 +205,9 @@ impl Drop for SharedModel {
 }
 
 impl Kfd for SharedModel {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), hsakmt_core::Errno> {
-        self.model.ioctl(request, arg)
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.ioctl(request, arg) }
     }
     fn wait_events(&self, data: &mut [hsakmt_core::event::EventData], wait_all: bool, timeout_ms: u32) -> Result<u32, hsakmt_core::Errno> {
         self.model.wait_events(data, wait_all, timeout_ms)

@@ -116,14 +116,19 @@ pub unsafe extern "C" fn hsaKmtSetMemoryPolicy(
 }
 
 /// # Safety
-/// The range must be the caller's memory (the KFD checks it).
+/// The range must be the caller's memory, which the GPUs may read and write until
+/// hsaKmtDeregisterMemory (the KFD checks that it is mapped).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtRegisterMemory(MemoryAddress: *mut c_void, MemorySizeInBytes: HSAuint64) -> HSAKMT_STATUS {
-    guard("hsaKmtRegisterMemory", || with_ctx_mut(|c| c.register_memory(MemoryAddress as u64, MemorySizeInBytes, None, true, false)))
+    guard("hsaKmtRegisterMemory", || {
+        // SAFETY: the C caller's contract: the range is theirs to share with the GPUs.
+        with_ctx_mut(|c| unsafe { c.register_memory(MemoryAddress as u64, MemorySizeInBytes, None, true, false) })
+    })
 }
 
 /// # Safety
-/// `NodeArray` must be NULL or hold `NumberOfNodes` readable elements.
+/// As hsaKmtRegisterMemory; `NodeArray` must be NULL or hold `NumberOfNodes` readable
+/// elements.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
     MemoryAddress: *mut c_void,
@@ -135,12 +140,13 @@ pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
         with_ctx(|_| Ok(()))?;
         // SAFETY: the C caller's pointer contract.
         let nodes = unsafe { node_array(NumberOfNodes, NodeArray) }?;
-        with_ctx_mut(|c| c.register_memory(MemoryAddress as u64, MemorySizeInBytes, Some(nodes), true, false))
+        // SAFETY: the C caller's contract: the range is theirs to share with the GPUs.
+        with_ctx_mut(|c| unsafe { c.register_memory(MemoryAddress as u64, MemorySizeInBytes, Some(nodes), true, false) })
     })
 }
 
 /// # Safety
-/// The range must be the caller's memory (the KFD checks it).
+/// As hsaKmtRegisterMemory.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtRegisterMemoryWithFlags(
     MemoryAddress: *mut c_void,
@@ -156,7 +162,8 @@ pub unsafe extern "C" fn hsaKmtRegisterMemoryWithFlags(
         if MemFlags.bf_HostAccess() != 1 || MemFlags.bf_NonPaged() == 1 {
             return Err(Status::NOT_SUPPORTED);
         }
-        with_ctx_mut(|c| c.register_memory(MemoryAddress as u64, MemorySizeInBytes, None, coarse, ext))
+        // SAFETY: the C caller's contract: the range is theirs to share with the GPUs.
+        with_ctx_mut(|c| unsafe { c.register_memory(MemoryAddress as u64, MemorySizeInBytes, None, coarse, ext) })
     })
 }
 

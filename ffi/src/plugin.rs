@@ -172,12 +172,14 @@ impl PluginKfd {
 }
 
 impl Kfd for PluginKfd {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         if arg.len() < hsakmt_core::abi::ioc::size(request) {
             return Err(Errno(Errno::EINVAL));
         }
         let Some(f) = self.table.handle_ioctl else { return Err(Errno(Errno::ENOTTY)) };
-        // SAFETY: the buffer covers the request's encoded size (checked above).
+        // SAFETY: the buffer covers the request's encoded size (checked above), so the
+        // plugin's copies of the struct stay inside `arg`; addresses inside it are the caller's
+        // promise (this function's contract), as for ioctl(2).
         let r = unsafe { f(request as std::ffi::c_ulong, arg.as_mut_ptr().cast()) };
         if r == 0 {
             Ok(())

@@ -25,7 +25,9 @@ use std::ffi::c_void;
 ///
 /// # Safety
 /// `QueueResource` must be NULL or valid for reads and writes; `Event` NULL or an event of
-/// this thunk.
+/// this thunk. The ring (`QueueAddress`, `QueueSizeInBytes` bytes), the AQL read/write
+/// pointers and `ErrorReason` in `QueueResource` must be memory the GPU may read and write
+/// until the queue is destroyed.
 #[unsafe(export_name = "hsaKmtCreateQueue_abi1")]
 pub unsafe extern "C" fn hsaKmtCreateQueue(
     NodeId: HSAuint32,
@@ -295,7 +297,9 @@ unsafe fn create(g: Generation, r: Request, event: *mut HsaEvent, res: *mut u8) 
             rptr,
             wptr,
         };
-        let created = with_ctx_mut(|c| c.create_queue(&req))?;
+        // SAFETY: the C caller's contract: the ring, the AQL pointers and the error-reason word
+        // are theirs to share with the GPU until the queue is destroyed.
+        let created = with_ctx_mut(|c| unsafe { c.create_queue(&req) })?;
         q.QueueId = created.queue_id;
         q.__anon_union_1 = HsaQueueResource__anon_union_1 { QueueDoorBell: created.doorbell };
         q.__anon_union_2 = HsaQueueResource__anon_union_2 { QueueWptrValue: created.wptr };
@@ -307,7 +311,8 @@ unsafe fn create(g: Generation, r: Request, event: *mut HsaEvent, res: *mut u8) 
 }
 
 /// # Safety
-/// No pointer is dereferenced (`QueueAddress` is given to the KFD as an address).
+/// No pointer is dereferenced here; `QueueAddress` is given to the KFD as the queue's new ring,
+/// memory the GPU may read and write until the queue is destroyed or updated again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtUpdateQueue(
     QueueId: HSA_QUEUEID,
@@ -317,7 +322,10 @@ pub unsafe extern "C" fn hsaKmtUpdateQueue(
     QueueSize: HSAuint64,
     _Event: *mut HsaEvent,
 ) -> HSAKMT_STATUS {
-    guard("hsaKmtUpdateQueue", || with_ctx_mut(|c| c.update_queue(QueueId, QueuePercentage, Priority, QueueAddress as u64, QueueSize)))
+    guard("hsaKmtUpdateQueue", || {
+        // SAFETY: the C caller's contract: the new ring is theirs to share with the GPU.
+        with_ctx_mut(|c| unsafe { c.update_queue(QueueId, QueuePercentage, Priority, QueueAddress as u64, QueueSize) })
+    })
 }
 
 /// # Safety
@@ -432,7 +440,8 @@ pub unsafe extern "C" fn hsaKmtAllocQueueGWS(QueueId: HSA_QUEUEID, nGWS: HSAuint
 }
 
 /// # Safety
-/// No pointer is dereferenced (they are given to the KFD as addresses).
+/// No pointer is dereferenced here; the trap handler code and the trap buffer are given to the
+/// KFD as addresses the GPU executes, reads and writes from now on.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtSetTrapHandler(
     NodeId: HSAuint32,
@@ -441,7 +450,10 @@ pub unsafe extern "C" fn hsaKmtSetTrapHandler(
     TrapBufferBaseAddress: *mut c_void,
     _TrapBufferSizeInBytes: HSAuint64,
 ) -> HSAKMT_STATUS {
-    guard("hsaKmtSetTrapHandler", || with_ctx(|c| c.set_trap_handler(NodeId, TrapHandlerBaseAddress as u64, TrapBufferBaseAddress as u64)))
+    guard("hsaKmtSetTrapHandler", || {
+        // SAFETY: the C caller's contract: both areas are theirs to share with the GPU.
+        with_ctx(|c| unsafe { c.set_trap_handler(NodeId, TrapHandlerBaseAddress as u64, TrapBufferBaseAddress as u64) })
+    })
 }
 
 /// # Safety

@@ -27,7 +27,8 @@ unsafe fn attr_slice<'a>(attrs: *mut HSA_SVM_ATTRIBUTE, nattr: c_uint) -> Result
 }
 
 /// # Safety
-/// `attrs` must be NULL or valid for reads of `nattr` elements.
+/// `attrs` must be NULL or valid for reads of `nattr` elements; a range given GPU access must
+/// be memory the caller lets the GPUs read and write while it has that access.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtSVMSetAttr(
     start_addr: *mut c_void,
@@ -40,7 +41,8 @@ pub unsafe extern "C" fn hsaKmtSVMSetAttr(
             c.svm_precheck(start_addr as u64, size, nattr as usize)?;
             // SAFETY: the C caller's pointer contract (only read here).
             let a = unsafe { attr_slice(attrs, nattr) }?;
-            c.svm_set_attr(start_addr as u64, size, a)
+            // SAFETY: the C caller's contract: the range is theirs to share with the GPUs.
+            unsafe { c.svm_set_attr(start_addr as u64, size, a) }
         })
     })
 }

@@ -167,7 +167,8 @@ fn an_svm_hole_the_cpu_unmapped_takes_the_thunks_next_buffer() {
     assert_ne!(p, libc::MAP_FAILED);
     let addr = p as u64;
     let attrs = [HSA_SVM_ATTRIBUTE { r#type: HSA_SVM_ATTR_ACCESS, value: node }];
-    c.svm_set_attr(addr, len as u64, &attrs).unwrap();
+    // SAFETY: the test's own mapping, which Rust never references; the GPU may share it.
+    unsafe { c.svm_set_attr(addr, len as u64, &attrs) }.unwrap();
     assert!(model.svm_ranges().iter().any(|&(s, _)| s == addr));
     // The application unmaps it (the kernel drops the range there); the thunk's next buffer
     // is placed in that hole.

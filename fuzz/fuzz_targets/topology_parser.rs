@@ -39,7 +39,7 @@ struct FuzzKfd<'a> {
 }
 
 impl Kfd for FuzzKfd<'_> {
-    fn ioctl(&self, _: u32, _: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, _: u32, _: &mut [u8]) -> Result<(), Errno> {
         Err(Errno(Errno::ENOTTY))
     }
     unsafe fn mmap(&self, _: Option<usize>, _: usize, _: u32, _: bool, _: u64) -> Result<usize, Errno> {

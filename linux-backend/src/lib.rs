@@ -198,12 +198,14 @@ pub fn close_fd(fd: i32) {
 }
 
 impl Kfd for DevKfd {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         if arg.len() < hsakmt_core::abi::ioc::size(request) {
             return Err(Errno(Errno::EINVAL));
         }
         loop {
-            // SAFETY: RawIoctl's buffer is at least the request's size (checked above).
+            // SAFETY: RawIoctl's buffer is at least the request's size (checked above), so
+            // the kernel's copies of the struct stay inside `arg`; the addresses inside it
+            // are the caller's promise (this function's contract).
             let r = unsafe { rustix::ioctl::ioctl(self.fd.as_fd(), RawIoctl { request, arg: &mut *arg }) };
             match r {
                 Ok(()) => return Ok(()),

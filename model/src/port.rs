@@ -63,10 +63,13 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
 }
 
 impl Kfd for Model {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         if arg.len() < hsakmt_core::abi::ioc::size(request) {
             return Err(Errno(Errno::EINVAL)); // as the other backends
         }
+        // The struct is copied in and out of `arg`; addresses inside it go through checked user
+        // copies (EFAULT, never a crash) and the GPU model's page tables, so what they may
+        // overwrite is the caller's promise (this function's contract).
         guard(|| self.ioctl_arg(request, Arg::Slice(arg)).map_err(Errno))
     }
 

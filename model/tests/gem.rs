@@ -4,7 +4,7 @@
 //! `mmap_bo` maps, and the kernel's errnos.
 
 use hsakmt_core::abi::kfd::*;
-use hsakmt_core::port::{ioctl_typed, GEM_VA_EXECUTABLE, GEM_VA_READABLE, GEM_VA_WRITEABLE};
+use hsakmt_core::port::{ioctl_plain, ioctl_typed, GEM_VA_EXECUTABLE, GEM_VA_READABLE, GEM_VA_WRITEABLE};
 use hsakmt_core::{Errno, GemVaOp, Kfd};
 use hsakmt_model::{GpuFaultKind, Model, ModelConfig};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -37,10 +37,11 @@ fn setup() -> Fx {
     let render = m.open_render(g.drm_render_minor).unwrap();
     let port: &dyn Kfd = &m;
     let mut vm = kfd_ioctl_acquire_vm_args { drm_fd: render.as_raw_fd() as u32, gpu_id: g.gpu_id };
-    ioctl_typed(port, AMDKFD_IOC_ACQUIRE_VM, &mut vm).unwrap();
+    ioctl_plain(port, &mut vm).unwrap();
     let flags = (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC) as u32;
     let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: VA, size: 4 * PAGE, handle: 0, mmap_offset: 0, gpu_id: g.gpu_id, flags };
-    ioctl_typed(port, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).unwrap();
+    // SAFETY: a VRAM BO at a GPU VA of the model's: no process memory is handed over.
+    unsafe { ioctl_typed(port, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) }.unwrap();
     // SAFETY: the BO's whole range, no fixed address.
     let p = unsafe { port.mmap(None, 4 * PAGE as usize, 3, true, a.mmap_offset) }.unwrap();
     for i in 0..4u32 {
@@ -50,7 +51,7 @@ fn setup() -> Fx {
     // SAFETY: the mapping made above.
     unsafe { port.munmap(p, 4 * PAGE as usize) }.unwrap();
     let mut x = kfd_ioctl_export_dmabuf_args { handle: a.handle, flags: libc::O_CLOEXEC as u32, dmabuf_fd: 0 };
-    ioctl_typed(port, AMDKFD_IOC_EXPORT_DMABUF, &mut x).unwrap();
+    ioctl_plain(port, &mut x).unwrap();
     // SAFETY: EXPORT_DMABUF hands the descriptor to the caller.
     let dmabuf = unsafe { OwnedFd::from_raw_fd(x.dmabuf_fd as i32) };
     Fx { m, gpu: g.gpu_id, render, dmabuf }
@@ -149,7 +150,8 @@ fn gem_export_round_trips_and_kfd_cannot_free_a_gem_bo() {
         flags: 0,
         dmabuf_fd: again.as_raw_fd() as u32,
     };
-    ioctl_typed(port, AMDKFD_IOC_GET_DMABUF_INFO, &mut info).unwrap();
+    // SAFETY: no metadata buffer (NULL, size 0).
+    unsafe { ioctl_typed(port, AMDKFD_IOC_GET_DMABUF_INFO, &mut info) }.unwrap();
     assert_eq!((info.size, info.gpu_id), (4 * PAGE, f.gpu));
     // A second render file imports the re-export: its own handle space, same bytes.
     let r2 = f.m.open_render(f.m.gpus()[0].drm_render_minor).unwrap();
@@ -161,7 +163,7 @@ fn gem_export_round_trips_and_kfd_cannot_free_a_gem_bo() {
     // the GEM imports take 1 and 2).
     for idr in [1u64, 2] {
         let mut fr = kfd_ioctl_free_memory_of_gpu_args { handle: (u64::from(f.gpu) << 32) | idr };
-        assert_eq!(ioctl_typed(port, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut fr), Err(e(libc::EINVAL)));
+        assert_eq!(ioctl_plain(port, &mut fr), Err(e(libc::EINVAL)));
     }
     port.drm_gem_close(r2.as_raw_fd(), gem2).unwrap();
     port.drm_gem_close(r, gem).unwrap();

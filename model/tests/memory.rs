@@ -705,7 +705,8 @@ fn the_port_takes_memory_ioctls_and_maps_bos() {
     let port: &dyn Kfd = &f.m;
     let g = f.ids[0];
     let mut a = kfd_ioctl_alloc_memory_of_gpu_args { va_addr: VA, size: 8192, handle: 0, mmap_offset: 0, gpu_id: g, flags: GTT | RW };
-    hsakmt_core::port::ioctl_typed(port, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).unwrap();
+    // SAFETY: a GTT BO at a GPU VA of the model's: no process memory is handed over.
+    unsafe { hsakmt_core::port::ioctl_typed(port, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) }.unwrap();
     // A range larger than the BO, or straddling its end, is refused.
     // SAFETY: no fixed address; refused before mapping.
     assert_eq!(unsafe { port.mmap(None, 3 * 4096, 3, true, a.mmap_offset) }, Err(Errno(EINVAL)));
@@ -718,7 +719,8 @@ fn the_port_takes_memory_ioctls_and_maps_bos() {
     let ids = [g];
     let mut mm =
         kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
-    hsakmt_core::port::ioctl_typed(port, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut mm).unwrap();
+    // SAFETY: the device list is `ids`, live for the call.
+    unsafe { hsakmt_core::port::ioctl_typed(port, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut mm) }.unwrap();
     assert_eq!(mm.n_success, 1);
     let mut w = [0u8; 4];
     f.m.gpu_read(g, VA + 4096, &mut w).unwrap();

@@ -109,7 +109,9 @@ impl Memory {
     fn dmabuf_gpu(&self, kfd: &dyn Kfd, fd: u32) -> Option<Gpu> {
         let mut info: kfd_ioctl_get_dmabuf_info_args = FromZeros::new_zeroed();
         info.dmabuf_fd = fd;
-        let owner = ioctl_typed(kfd, AMDKFD_IOC_GET_DMABUF_INFO, &mut info).ok().and_then(|()| self.gpu_by_id(info.gpu_id));
+        // SAFETY: `metadata_ptr` is NULL with `metadata_size` 0, so the KFD writes no metadata;
+        // nothing is handed to a GPU.
+        let owner = unsafe { ioctl_typed(kfd, AMDKFD_IOC_GET_DMABUF_INFO, &mut info) }.ok().and_then(|()| self.gpu_by_id(info.gpu_id));
         owner.or_else(|| self.gpus.first().copied())
     }
 

@@ -13,7 +13,7 @@ use crate::abi::kfd::*;
 use crate::fmm::aperture::{reserve_placed, Aperture, ApertureLayout, FmmConfig, GpuDesc, SvmApertures, SystemDesc, VaSpace};
 use crate::fmm::bo::{Bo, BoKind, BoTable};
 use crate::fmm::va::{default_max_va_align_order, Request, VaAllocator};
-use crate::port::{ioctl_typed, Kfd};
+use crate::port::{ioctl_plain, ioctl_typed, Kfd};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Topology;
 use alloc::vec::Vec;
@@ -239,7 +239,7 @@ impl Memory {
             let Some(gpu) = self.gpu_by_id(gpu_id) else { continue };
             let Ok(va) = self.reserve_svm(kfd, page, 0, true, None) else { continue };
             let ioc = crate::fmm::aperture::MMIO_ALLOC_FLAGS | flags::ioc::NO_SUBSTITUTE;
-            let Ok((handle, off)) = self.alloc_bo(kfd, gpu, va, 0, page, ioc) else {
+            let Ok((handle, off)) = self.alloc_bo(kfd, gpu, va, page, ioc) else {
                 self.release_svm(kfd, va, page);
                 continue;
             };
@@ -276,7 +276,7 @@ impl Memory {
         let gpu = self.gpu_by_id(gpu_id)?;
         let va = self.reserve_svm(kfd, len, 0, true, None).ok()?;
         let ioc = flags::ioc::DOORBELL | flags::ioc::WRITABLE | flags::ioc::COHERENT;
-        let Ok((handle, _)) = self.alloc_bo(kfd, gpu, va, 0, len, ioc) else {
+        let Ok((handle, _)) = self.alloc_bo(kfd, gpu, va, len, ioc) else {
             self.release_svm(kfd, va, len);
             return None;
         };
@@ -307,7 +307,10 @@ impl Memory {
         let mut a: kfd_ioctl_set_scratch_backing_va_args = FromZeros::new_zeroed();
         a.va_addr = va;
         a.gpu_id = gpu.gpu_id;
-        if ioctl_typed(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a).is_err() {
+        // SAFETY: `[va, va + size)` is this manager's fresh PROT_NONE reservation for the GPU's
+        // scratch; CPU code reaches it only through the address handed back (memory comes at
+        // map time, a BO the GPU owns).
+        if unsafe { ioctl_typed(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a) }.is_err() {
             self.release_svm(kfd, va, size);
             return Err(Status::NO_MEMORY);
         }
@@ -336,7 +339,7 @@ impl Memory {
             return Err(Status::ERROR);
         }
         let ioc = flags::ioc::VRAM | flags::ioc::WRITABLE | flags::ioc::NO_SUBSTITUTE;
-        let (handle, off) = self.alloc_bo(kfd, gpu, addr, 0, size, ioc).map_err(|_| Status::INVALID_HANDLE)?;
+        let (handle, off) = self.alloc_bo(kfd, gpu, addr, size, ioc).map_err(|_| Status::INVALID_HANDLE)?;
         // The CPU view stays inaccessible (upstream maps it PROT_NONE unless a debugger asks).
         // SAFETY: the slice is inside this manager's scratch reservation and no other slice
         // overlaps it.
@@ -391,7 +394,7 @@ impl Memory {
             a.default_policy = p.default_policy;
             a.alternate_policy = p.alternate_policy;
             a.misc_process_flag = p.misc_process_flag;
-            ioctl_typed(kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &mut a).map_err(|_| Status::ERROR)?;
+            ioctl_plain(kfd, &mut a).map_err(|_| Status::ERROR)?;
         }
         Ok(())
     }
@@ -592,7 +595,7 @@ impl Memory {
         if mflags.bf_NoAddress() != 0 {
             let a = self.mem_handle.as_mut().ok_or(Status::NO_MEMORY)?;
             let va = a.alloc(va_size, align.max(self.cfg.fmm.page_size), self.layout.guard_pages).map_err(|_| Status::NO_MEMORY)?;
-            return match self.alloc_bo(kfd, gpu, va, 0, va_size, flags::alloc_flags(mflags, Domain::Vram, self.cfg.fmm.disable_cache)) {
+            return match self.alloc_bo(kfd, gpu, va, va_size, flags::alloc_flags(mflags, Domain::Vram, self.cfg.fmm.disable_cache)) {
                 Ok((handle, off)) => {
                     let mut bo = Bo::new(BoKind::Allocated, va, size, mflags, gpu.node_id).with_handle(gpu.gpu_id, handle);
                     bo.mmap_offset = off;
@@ -611,7 +614,7 @@ impl Memory {
             return self.insert(Bo::new(BoKind::Reserved, va, size, mflags, gpu.node_id));
         }
         let ioc = flags::alloc_flags(mflags, Domain::Vram, self.cfg.fmm.disable_cache);
-        let (handle, off) = match self.alloc_bo(kfd, gpu, va, va, va_size, ioc) {
+        let (handle, off) = match self.alloc_bo(kfd, gpu, va, va_size, ioc) {
             Ok(x) => x,
             Err(s) => {
                 self.release_svm(kfd, va, va_size);
@@ -657,12 +660,15 @@ impl Memory {
             match unsafe { kfd.map_anonymous(Some(va as usize), 0, size as usize, prot) } {
                 Err(e) => Err(errno_status(e, Status::ERROR)),
                 Ok(_) => {
-                    self.alloc_bo(kfd, owner, va, va, va_size, flags::alloc_flags(mflags, Domain::Userptr, self.cfg.fmm.disable_cache))
+                    let ioc = flags::alloc_flags(mflags, Domain::Userptr, self.cfg.fmm.disable_cache);
+                    // SAFETY: the anonymous memory just mapped at `va` for this allocation;
+                    // Rust reaches it only through the address handed back to the caller.
+                    unsafe { self.alloc_userptr_bo(kfd, owner, va, va, va_size, ioc) }
                 }
             }
         } else {
             let ioc = flags::alloc_flags(mflags, Domain::Gtt, self.cfg.fmm.disable_cache);
-            self.alloc_bo(kfd, owner, va, 0, va_size, ioc).and_then(|(handle, off)| {
+            self.alloc_bo(kfd, owner, va, va_size, ioc).and_then(|(handle, off)| {
                 if mflags.bf_HostAccess() != 0 {
                     // SAFETY: `va` is this manager's reservation for exactly this BO.
                     if let Err(e) = unsafe { kfd.mmap_bo(owner.render_fd, Some(va as usize), size as usize, PROT_READ | PROT_WRITE, off) } {
@@ -690,21 +696,47 @@ impl Memory {
         }
     }
 
-    /// ALLOC_MEMORY_OF_GPU; for a userptr `mmap_offset_in` is the CPU address.
-    fn alloc_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, mmap_offset_in: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
+    /// ALLOC_MEMORY_OF_GPU of a BO that is not a userptr (VRAM, GTT, doorbell, MMIO) at `va`, a
+    /// range of this manager's reservations: the memory is the KFD's new BO. A userptr needs
+    /// [`Memory::alloc_userptr_bo`] (ERROR here).
+    fn alloc_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
+        if ioc & flags::ioc::USERPTR != 0 {
+            return Err(Status::ERROR);
+        }
+        // SAFETY: not a userptr, so no process memory is handed over: the BO is new device
+        // memory the GPU VA `va` (our reservation) will show.
+        unsafe { self.alloc_bo_raw(kfd, gpu, va, 0, size, ioc) }
+    }
+
+    /// ALLOC_MEMORY_OF_GPU of a userptr BO over the process memory `[cpu, cpu + size)`, at
+    /// GPU VA `va` (this manager's reservation).
+    ///
+    /// # Safety
+    /// `[cpu, cpu + size)` must be memory the GPUs may read and write until the BO is freed
+    /// ([`Kfd::ioctl`]'s contract for memory handed to a GPU).
+    unsafe fn alloc_userptr_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, cpu: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
+        // SAFETY: the caller's contract.
+        unsafe { self.alloc_bo_raw(kfd, gpu, va, cpu, size, ioc | flags::ioc::USERPTR) }
+    }
+
+    /// # Safety
+    /// As [`Memory::alloc_userptr_bo`] when `ioc` has USERPTR (`mmap_offset_in` is then the CPU
+    /// address); otherwise the KFD ignores `mmap_offset_in`.
+    unsafe fn alloc_bo_raw(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, mmap_offset_in: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
         let mut a: kfd_ioctl_alloc_memory_of_gpu_args = FromZeros::new_zeroed();
         a.va_addr = va;
         a.size = size;
         a.gpu_id = gpu.gpu_id;
         a.flags = ioc;
         a.mmap_offset = mmap_offset_in;
-        ioctl_typed(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).map_err(|e| errno_status(e, Status::ERROR))?;
+        // SAFETY: `va` is GPU VA of our reservation (the KFD maps nothing of the CPU's there);
+        // a userptr's CPU range is shareable by this function's contract.
+        unsafe { ioctl_typed(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) }.map_err(|e| errno_status(e, Status::ERROR))?;
         Ok((a.handle, a.mmap_offset))
     }
 
     fn free_bo_handle(&self, kfd: &dyn Kfd, handle: u64) -> Result<(), Errno> {
-        let mut a = kfd_ioctl_free_memory_of_gpu_args { handle };
-        ioctl_typed(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut a)
+        ioctl_plain(kfd, &mut kfd_ioctl_free_memory_of_gpu_args { handle })
     }
 
     fn insert(&mut self, bo: Bo) -> KmtResult<u64> {
@@ -780,12 +812,17 @@ impl Memory {
         }
     }
 
+    /// MAP_MEMORY_TO_GPU or UNMAP_MEMORY_FROM_GPU (`req`; the same argument layout) of a BO.
     fn map_ioctl(&self, kfd: &dyn Kfd, req: u32, handle: u64, ids: &[u32]) -> Result<u32, (u32, Errno)> {
+        debug_assert!(req == AMDKFD_IOC_MAP_MEMORY_TO_GPU || req == AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU);
         let mut a: kfd_ioctl_map_memory_to_gpu_args = FromZeros::new_zeroed();
         a.handle = handle;
         a.device_ids_array_ptr = ids.as_ptr() as u64;
         a.n_devices = ids.len() as u32;
-        match ioctl_typed(kfd, req, &mut a) {
+        // SAFETY: the device-id array is `ids`, borrowed for the call, which the KFD only
+        // reads (`n_devices` words); the BO's memory was handed to the GPUs when it was
+        // allocated or registered.
+        match unsafe { ioctl_typed(kfd, req, &mut a) } {
             Ok(()) => Ok(a.n_success),
             Err(e) => Err((a.n_success, e)),
         }
@@ -890,7 +927,11 @@ impl Memory {
 
     /// hsaKmtRegisterMemory*: a user range becomes a userptr BO on the first GPU (upstream's
     /// fallback path; GPU VA taken from the SVM aperture).
-    pub(crate) fn register(
+    ///
+    /// # Safety
+    /// `[addr, addr + size)` must be memory the GPUs may read and write until it is
+    /// deregistered ([`Kfd::ioctl`]'s contract for memory handed to a GPU).
+    pub(crate) unsafe fn register(
         &mut self,
         kfd: &dyn Kfd,
         addr: u64,
@@ -945,7 +986,9 @@ impl Memory {
         }
         let va = self.reserve_svm(kfd, span, 0, !coarse, None)?;
         let ioc = flags::register_flags(coarse, ext);
-        match self.alloc_bo(kfd, owner, va, cpu_page, span, ioc) {
+        // SAFETY: the pages of the caller's range (this function's contract); the part of the
+        // first and last page outside it is the caller's too (the KFD pins whole pages).
+        match unsafe { self.alloc_userptr_bo(kfd, owner, va, cpu_page, span, ioc) } {
             Ok((handle, _)) => {
                 let mut f = HsaMemFlags::new_zeroed();
                 f.set_bf_HostAccess(1);
@@ -1023,7 +1066,7 @@ impl Memory {
         a.handle = handle;
         a.gpu_id = gpu_id;
         a.flags = bo.flags.Value;
-        ioctl_typed(kfd, AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a).map_err(|_| Status::ERROR)?;
+        ioctl_plain(kfd, &mut a).map_err(|_| Status::ERROR)?;
         let mut h = [0u32; 8];
         h[..4].copy_from_slice(&a.share_handle);
         // ApeInfo: aperture type (1: coarse SVM, 2: fine-grain SVM) and index.
@@ -1055,7 +1098,9 @@ impl Memory {
         a.share_handle.copy_from_slice(&h[..4]);
         a.gpu_id = gpu.gpu_id;
         a.va_addr = va;
-        if ioctl_typed(kfd, AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a).is_err() {
+        // SAFETY: `[va, va + size)` is this manager's fresh reservation, where the imported BO
+        // (the exporter's memory) will appear; no Rust reference points into it.
+        if unsafe { ioctl_typed(kfd, AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a) }.is_err() {
             self.release_svm(kfd, va, size);
             return Err(Status::ERROR);
         }
@@ -1089,7 +1134,7 @@ impl Memory {
         let mut a: kfd_ioctl_export_dmabuf_args = FromZeros::new_zeroed();
         a.handle = handle;
         a.flags = 0o2000000; // O_CLOEXEC
-        ioctl_typed(kfd, AMDKFD_IOC_EXPORT_DMABUF, &mut a).map_err(|_| Status::ERROR)?;
+        ioctl_plain(kfd, &mut a).map_err(|_| Status::ERROR)?;
         Ok((a.dmabuf_fd as i32, off))
     }
 
@@ -1111,7 +1156,9 @@ impl Memory {
             info.dmabuf_fd = fd;
             info.metadata_ptr = metadata.as_mut_ptr() as u64;
             info.metadata_size = metadata.len() as u32;
-            match ioctl_typed(kfd, AMDKFD_IOC_GET_DMABUF_INFO, &mut info) {
+            // SAFETY: the metadata pointer and size describe `metadata`, live and unborrowed
+            // for the call, which the KFD fills with at most `metadata_size` bytes.
+            match unsafe { ioctl_typed(kfd, AMDKFD_IOC_GET_DMABUF_INFO, &mut info) } {
                 Ok(()) => break,
                 Err(Errno(Errno::EINVAL)) if info.metadata_size as usize > metadata.len() => {
                     metadata.resize(info.metadata_size as usize, 0)
@@ -1131,7 +1178,9 @@ impl Memory {
         a.va_addr = va;
         a.gpu_id = gpu.gpu_id;
         a.dmabuf_fd = fd;
-        if ioctl_typed(kfd, AMDKFD_IOC_IMPORT_DMABUF, &mut a).is_err() {
+        // SAFETY: `[va, va + size)` is this manager's fresh reservation, where the dma-buf's
+        // memory will appear; no Rust reference points into it.
+        if unsafe { ioctl_typed(kfd, AMDKFD_IOC_IMPORT_DMABUF, &mut a) }.is_err() {
             self.release_svm(kfd, va, size);
             return Err(Status::ERROR);
         }

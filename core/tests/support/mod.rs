@@ -173,7 +173,7 @@ fn copy_out(data: &[u8], buf: &mut [u8]) -> Result<usize, Errno> {
 }
 
 impl Kfd for MemKfd {
-    fn ioctl(&self, _request: u32, _arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, _request: u32, _arg: &mut [u8]) -> Result<(), Errno> {
         Err(Errno(Errno::ENOTTY))
     }
 
