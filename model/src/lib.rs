@@ -32,7 +32,7 @@ pub mod vfs;
 
 pub use catalogue::catalogue_names;
 pub use drm::{marketing_name, DRM_VERSION};
-pub use gpu::{AtomicOp, GpuFault, GpuFaultKind};
+pub use gpu::{AtomicOp, GpuFault, GpuFaultKind, GpuWord};
 pub use kfd::{available_memory, ioctl_count};
 pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, DEFAULT_KFD_VERSION};
 pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};

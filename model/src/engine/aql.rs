@@ -2,12 +2,17 @@
 //! ROCr's amd_signal_t and AMD vendor formats): positions are packet ids.
 //!
 //! - A slot whose header type is still INVALID is not yet published: Blocked, not consumed.
-//! - After a packet completes, its header is set to INVALID and then `read_dispatch_id`
-//!   advances, as ROCr's own software packet processor (intercept_queue.cpp) does and its
-//!   producers expect (they only ever wait for the header slot to be free).
+//!   The header word (header and setup) is loaded with acquire first and the body (bytes
+//!   4..64) read only after it is valid: the producer writes the body, then stores the header
+//!   with release, so the body it published is the body read.
+//! - After a packet completes, its header is set to INVALID (a release store of the 16-bit
+//!   header) and then `read_dispatch_id` advances (a release store), as ROCr's own software
+//!   packet processor (intercept_queue.cpp) does and its producers expect (they only ever wait
+//!   for the header slot to be free).
 //! - Completion signal: `start_ts` / `end_ts` are written (model GPU clock), the 64-bit value
-//!   is atomically decremented, and when `event_mailbox_ptr` is set the `event_id` is written
-//!   there (64-bit) and the interrupt is raised with it as context id.
+//!   is atomically decremented, and when `event_mailbox_ptr` is set the `event_id` is stored
+//!   there (64-bit, release) and the interrupt is raised with it as context id. Dependency
+//!   signal values are loaded with acquire.
 //! - Agent-dispatch packets are for agents with an agent-dispatch processor; a GPU kernel
 //!   agent's queue treats them, and unknown vendor formats, as an invalid packet (ROCr's
 //!   HSA_STATUS_ERROR_INVALID_PACKET_FORMAT): BadPacket.
@@ -15,6 +20,7 @@
 use super::{bad, kernels, pm4, Exec, Halt, IbFrame, RingProgress, RunEnd};
 use hsakmt_core::packet::aql::{self, Body, PacketType, SignalCondition, PACKET_LEN};
 use hsakmt_core::packet::Error as PacketError;
+use std::sync::atomic::Ordering;
 
 /// Byte offsets inside amd_signal_t (amd_hsa_signal.h).
 const SIG_VALUE: u64 = 8;
@@ -33,11 +39,13 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
         }
         let at = p.read;
         let va = x.ring.ring_va.wrapping_add((p.read % slots) * PACKET_LEN as u64);
-        let mut raw = [0u8; PACKET_LEN];
-        x.read(va, &mut raw)?;
-        if raw[0] == PacketType::Invalid as u8 {
+        let header: u32 = x.load(va, Ordering::Acquire)?;
+        if header as u8 == PacketType::Invalid as u8 {
             return Err(Halt::Blocked);
         }
+        let mut raw = [0u8; PACKET_LEN];
+        raw[..4].copy_from_slice(&header.to_le_bytes());
+        x.read(va + 4, &mut raw[4..])?;
         let repr = aql::Repr::parse(&aql::Packet::new_unchecked(&raw[..])).map_err(|e| {
             bad(
                 at,
@@ -122,7 +130,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
             Body::Vendor { .. } => return Err(bad(at, "unknown AMD vendor-specific packet format")),
         };
         complete(x, signal, start)?;
-        x.write(va, &u16::from(PacketType::Invalid as u8).to_le_bytes())?;
+        x.store(va, u16::from(PacketType::Invalid as u8), Ordering::Release)?;
         p.packet_start = None;
         p.read += 1;
         x.report(p.read)?;
@@ -131,7 +139,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
 
 /// amd_signal_t.value of the signal at `handle`.
 fn signal_value(x: &Exec<'_>, handle: u64) -> Result<i64, Halt> {
-    Ok(x.read_u64(handle.wrapping_add(SIG_VALUE))? as i64)
+    Ok(x.load::<u64>(handle.wrapping_add(SIG_VALUE), Ordering::Acquire)? as i64)
 }
 
 /// The completion-signal protocol of the CP for ROCr's amd_signal_t.
@@ -149,8 +157,78 @@ fn complete(x: &Exec<'_>, handle: u64, start: u64) -> Result<(), Halt> {
     let mailbox = u64::from_le_bytes(mb[..8].try_into().unwrap_or_default());
     let event_id = u32::from_le_bytes(mb[8..].try_into().unwrap_or_default());
     if mailbox != 0 {
-        x.write(mailbox, &u64::from(event_id).to_le_bytes())?;
+        x.store(mailbox, u64::from(event_id), Ordering::Release)?;
         x.interrupt(event_id, 32);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testing::{gpu_memory, position, BASE};
+    use crate::engine::{EngineKind, RingDesc};
+    use crate::gpu::trace::{self, Access};
+    use hsakmt_core::packet::aql::{Barrier, KernelDispatch, SignalRepr};
+
+    const RING: u64 = BASE;
+    const RPTR: u64 = BASE + 0x1000;
+    const SIG: u64 = BASE + 0x2000;
+
+    /// The header word is acquired before the body is read, and nothing of the body is read
+    /// while the header is INVALID; once done, the INVALID header and then the read pointer are
+    /// stored with release.
+    #[test]
+    fn the_header_is_acquired_before_the_body_is_read() {
+        let (m, g, _render) = gpu_memory();
+        let mut sig = [0u8; 64];
+        SignalRepr::user(1).emit(&mut aql::Signal::new_unchecked(&mut sig[..]));
+        m.gpu_write(g, SIG, &sig).unwrap();
+        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Aql, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        // A slot whose body is not written yet (garbage: a dispatch with an empty grid, which
+        // would stop the queue if it were read) and whose header is still INVALID.
+        let garbage = aql::Repr::new(Body::KernelDispatch(KernelDispatch::new(0, 0, 0))).to_bytes();
+        m.gpu_write(g, RING, &garbage).unwrap();
+        m.gpu_write(g, RING, &u32::from(PacketType::Invalid as u8).to_le_bytes()).unwrap();
+        let mut p = RingProgress::default();
+        trace::start();
+        assert_eq!(m.engine_run(&ring, &mut p, 1, 16), RunEnd::Blocked);
+        assert_eq!(trace::take(), [Access::Load { va: RING, len: 4, order: Ordering::Acquire }], "only the header is looked at");
+        assert_eq!((p.read, &p.error), (0, &None));
+        // The producer writes the body, then publishes the header (release).
+        let packet = aql::Repr::new(Body::BarrierAnd(Barrier::default().completion_signal(SIG))).to_bytes();
+        m.gpu_write(g, RING + 4, &packet[4..]).unwrap();
+        m.gpu_store(g, RING, u32::from_le_bytes(packet[..4].try_into().unwrap()), Ordering::Release).unwrap();
+        trace::take();
+        assert_eq!(m.engine_run(&ring, &mut p, 1, 16), RunEnd::Idle);
+        let t = trace::take();
+        assert_eq!(t[0], Access::Load { va: RING, len: 4, order: Ordering::Acquire }, "{t:#?}");
+        assert_eq!(t[1], Access::Read { va: RING + 4, len: 60 }, "the body, after the header");
+        assert!(!t[2..].iter().any(|a| matches!(a, Access::Read { va, .. } if (RING..RING + 64).contains(va))), "{t:#?}");
+        let decrement = position(&t, Access::Rmw { va: SIG + 8, len: 8 });
+        let invalid = position(&t, Access::Store { va: RING, len: 2, order: Ordering::Release });
+        let rptr = position(&t, Access::Store { va: RPTR, len: 8, order: Ordering::Release });
+        assert!(decrement < invalid && invalid < rptr, "{t:#?}");
+        assert_eq!(m.gpu_read_obj::<u64>(g, RPTR).unwrap(), 1);
+        assert_eq!(m.gpu_read_obj::<i64>(g, SIG + 8).unwrap(), 0, "the body that ran is the published one");
+    }
+
+    /// Dependency signals are polled with acquire loads.
+    #[test]
+    fn barrier_dependencies_are_acquired() {
+        let (m, g, _render) = gpu_memory();
+        let mut sig = [0u8; 64];
+        SignalRepr::user(1).emit(&mut aql::Signal::new_unchecked(&mut sig[..]));
+        m.gpu_write(g, SIG, &sig).unwrap();
+        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Aql, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let packet = aql::Repr::new(Body::BarrierAnd(Barrier::new([SIG, 0, 0, 0, 0]))).to_bytes();
+        m.gpu_write(g, RING, &packet).unwrap();
+        let mut p = RingProgress::default();
+        trace::start();
+        assert_eq!(m.engine_run(&ring, &mut p, 1, 16), RunEnd::Blocked);
+        let t = trace::take();
+        assert_eq!(t.last(), Some(&Access::Load { va: SIG + 8, len: 8, order: Ordering::Acquire }), "{t:#?}");
+        m.gpu_store(g, SIG + 8, 0u64, Ordering::Release).unwrap();
+        assert_eq!(m.engine_run(&ring, &mut p, 1, 16), RunEnd::Idle);
+    }
 }

@@ -16,15 +16,21 @@
 //! - A GPU fault anywhere (the ring itself, an IB, a kernel object, a signal) raises the
 //!   memory-exception event and stops the queue; so does a malformed packet, as
 //!   [`QueueError::BadPacket`] (no event: the KFD raises HW exceptions only on resets).
+//! - Memory the host changes concurrently is reached as the hardware's protocols say (see
+//!   `gpu.rs`): an AQL header is acquired before its body is read, read pointers, fence and
+//!   completion words are stored with release, polled words (WAIT_REG_MEM, POLL_REGMEM,
+//!   barrier dependencies, COPY_DATA sources) loaded with acquire, signals decremented with an
+//!   atomic read-modify-write; packet bodies, kernel arguments and copied data are plain data.
 
 mod aql;
 mod kernels;
 mod pm4;
 mod sdma;
 
-use crate::gpu::{GpuFault, GpuFaultKind};
+use crate::gpu::{GpuFault, GpuFaultKind, GpuWord};
 use crate::model::Model;
 use hsakmt_core::abi::kfd::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
+use std::sync::atomic::{fence, Ordering};
 
 /// Which packet processor a queue is fed to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,16 +186,32 @@ impl Exec<'_> {
         Ok(self.m.gpu_write(self.ring.gpu_id, va, data)?)
     }
 
-    pub fn read_u32(&self, va: u64) -> Result<u32, Halt> {
-        let mut b = [0u8; 4];
-        self.read(va, &mut b)?;
-        Ok(u32::from_le_bytes(b))
+    /// A word the host may change meanwhile, loaded with `order`. A word a malformed packet
+    /// placed misaligned is read as bytes and then fenced (not single-copy atomic, as on
+    /// hardware).
+    pub fn load<W: GpuWord>(&self, va: u64, order: Ordering) -> Result<W, Halt> {
+        if va.is_multiple_of(W::BYTES as u64) {
+            return Ok(self.m.gpu_load(self.ring.gpu_id, va, order)?);
+        }
+        let mut b = [0u8; 8];
+        self.read(va, &mut b[..W::BYTES])?;
+        if order != Ordering::Relaxed {
+            fence(Ordering::Acquire);
+        }
+        Ok(W::from_le(&b))
     }
 
-    pub fn read_u64(&self, va: u64) -> Result<u64, Halt> {
+    /// A word the host reads meanwhile, stored with `order` (misaligned: as [`Exec::load`]).
+    pub fn store<W: GpuWord>(&self, va: u64, v: W, order: Ordering) -> Result<(), Halt> {
+        if va.is_multiple_of(W::BYTES as u64) {
+            return Ok(self.m.gpu_store(self.ring.gpu_id, va, v, order)?);
+        }
+        if order != Ordering::Relaxed {
+            fence(Ordering::Release);
+        }
         let mut b = [0u8; 8];
-        self.read(va, &mut b)?;
-        Ok(u64::from_le_bytes(b))
+        v.put_le(&mut b);
+        self.write(va, &b[..W::BYTES])
     }
 
     /// `buf.len()` bytes of the ring from byte position `pos` (wrapping at the ring end). The
@@ -207,14 +229,15 @@ impl Exec<'_> {
     }
 
     /// Report the read position where the producer reads it, then deliver the interrupts the
-    /// packets before it raised.
+    /// packets before it raised. The store releases: a producer that acquires the new read
+    /// position may reuse the ring space before it (the engine has finished reading it).
     pub fn report(&self, read: u64) -> Result<(), Halt> {
         let va = self.ring.rptr_va;
         let r = match self.ring.kind {
             _ if va == 0 => Ok(()),
             // kfdtest's PM4Queue::Rptr: 32-bit, dwords, wrapped at the ring size.
-            EngineKind::Pm4 => self.write(va, &((read % (self.ring.ring_bytes / 4)) as u32).to_le_bytes()),
-            EngineKind::Aql | EngineKind::Sdma => self.write(va, &read.to_le_bytes()),
+            EngineKind::Pm4 => self.store(va, (read % (self.ring.ring_bytes / 4)) as u32, Ordering::Release),
+            EngineKind::Aql | EngineKind::Sdma => self.store(va, read, Ordering::Release),
         };
         self.deliver_interrupts();
         r
@@ -324,5 +347,132 @@ pub fn memory_exception(gpu_id: u32, f: &GpuFault) -> kfd_hsa_memory_exception_d
         va: f.va & !0xfff,
         gpu_id,
         ErrorType: 0,
+    }
+}
+
+/// What the engines' unit tests share: a model with GPU memory mapped at [`testing::BASE`].
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::gpu::trace::Access;
+    use crate::model::{Model, ModelConfig};
+    use hsakmt_core::abi::kfd::*;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use zerocopy::{FromBytes, IntoBytes};
+
+    /// GPU VA of the 64 KiB GTT BO.
+    pub(crate) const BASE: u64 = 0x7000_0000_0000;
+
+    fn ioctl<T: IntoBytes + FromBytes>(m: &Model, request: u32, arg: &mut T) {
+        // SAFETY: `arg` is a live argument struct; the only address in one (the device-id
+        // array of `gpu_memory`) is valid for the call; the BO is the model's own memory.
+        unsafe { m.handle_ioctl(u64::from(request), arg.as_mut_bytes().as_mut_ptr().cast()) }.unwrap();
+    }
+
+    /// A model with 64 KiB of GTT mapped at BASE on its first GPU: (model, gpu_id, the render
+    /// node to keep open).
+    pub(crate) fn gpu_memory() -> (Model, u32, OwnedFd) {
+        let m = Model::new(ModelConfig::catalogue("mi210")).unwrap();
+        let g = m.gpus()[0].clone();
+        let render = m.open_render(g.drm_render_minor).unwrap();
+        ioctl(&m, AMDKFD_IOC_ACQUIRE_VM, &mut kfd_ioctl_acquire_vm_args { drm_fd: render.as_raw_fd() as u32, gpu_id: g.gpu_id });
+        let flags = (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32;
+        let mut a =
+            kfd_ioctl_alloc_memory_of_gpu_args { va_addr: BASE, size: 64 << 10, handle: 0, mmap_offset: 0, gpu_id: g.gpu_id, flags };
+        ioctl(&m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a);
+        let ids = [g.gpu_id];
+        let mut map =
+            kfd_ioctl_map_memory_to_gpu_args { handle: a.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
+        ioctl(&m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut map);
+        (m, g.gpu_id, render)
+    }
+
+    /// Where `want` is in a trace (panics with the trace if it is not).
+    pub(crate) fn position(t: &[Access], want: Access) -> usize {
+        t.iter().position(|a| *a == want).unwrap_or_else(|| panic!("{want:?} not in {t:#?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{gpu_memory, position, BASE};
+    use super::*;
+    use crate::gpu::trace::{self, Access};
+    use hsakmt_core::packet::pm4::{self, Command, CompareFunction, ReleaseMem, WaitRegMem, WriteData};
+    use hsakmt_core::packet::sdma;
+
+    const RING: u64 = BASE;
+    const RPTR: u64 = BASE + 0x1000;
+    const DATA: u64 = BASE + 0x2000;
+
+    fn load(va: u64, len: usize) -> Access {
+        Access::Load { va, len, order: Ordering::Acquire }
+    }
+
+    fn store(va: u64, len: usize) -> Access {
+        Access::Store { va, len, order: Ordering::Release }
+    }
+
+    /// PM4: WRITE_DATA dwords and the RELEASE_MEM fence are release stores, WAIT_REG_MEM an
+    /// acquire load, and the 32-bit read pointer is published with release after them.
+    #[test]
+    fn pm4_fences_and_polls_are_ordered() {
+        let (m, g, _render) = gpu_memory();
+        let mut bytes = Vec::new();
+        for c in [
+            WriteData::memory(DATA, (&[1u32, 2]).into()).into(),
+            Command::ReleaseMem(ReleaseMem { data_sel: 2, int_sel: 0, ..ReleaseMem::eop(DATA + 8, 7) }),
+            Command::WaitRegMem(WaitRegMem::memory(DATA, CompareFunction::Equal, 1, !0)),
+        ] {
+            let r = pm4::Repr::compute(c);
+            let at = bytes.len();
+            bytes.resize(at + r.buffer_len(), 0);
+            r.emit(&mut pm4::Packet::new_unchecked(&mut bytes[at..])).unwrap();
+        }
+        m.gpu_write(g, RING, &bytes).unwrap();
+        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Pm4, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let mut p = RingProgress::default();
+        trace::start();
+        assert_eq!(m.engine_run(&ring, &mut p, bytes.len() as u64 / 4, 16), RunEnd::Idle);
+        let t = trace::take();
+        let (d0, d1) = (position(&t, store(DATA, 4)), position(&t, store(DATA + 4, 4)));
+        let fence = position(&t, store(DATA + 8, 8));
+        let poll = position(&t, load(DATA, 4));
+        let last_rptr = t.iter().rposition(|a| *a == store(RPTR, 4)).unwrap();
+        assert!(d0 < d1 && d1 < fence && fence < poll && poll < last_rptr, "{t:#?}");
+        assert_eq!(m.gpu_read_obj::<u64>(g, DATA + 8).unwrap(), 7);
+    }
+
+    /// SDMA: FENCE and TIMESTAMP are release stores, POLL_REGMEM an acquire load, the 64-bit
+    /// read pointer a release store.
+    #[test]
+    fn sdma_fences_and_polls_are_ordered() {
+        let (m, g, _render) = gpu_memory();
+        let mut bytes = Vec::new();
+        let poll = sdma::PollRegmem {
+            addr: DATA,
+            value: 5,
+            mask: !0,
+            func: CompareFunction::Equal,
+            mem_poll: true,
+            hdp_flush: false,
+            interval: 10,
+            retry_count: 0xfff,
+        };
+        for r in [sdma::Repr::fence(DATA, 5), sdma::Repr::PollRegmem(poll), sdma::Repr::Timestamp(sdma::Timestamp::GetGlobal(DATA + 8))] {
+            let at = bytes.len();
+            bytes.resize(at + r.buffer_len(), 0);
+            r.emit(&mut sdma::Packet::new_unchecked(&mut bytes[at..])).unwrap();
+        }
+        m.gpu_write(g, RING, &bytes).unwrap();
+        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Sdma, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let mut p = RingProgress::default();
+        trace::start();
+        assert_eq!(m.engine_run(&ring, &mut p, bytes.len() as u64, 16), RunEnd::Idle);
+        let t = trace::take();
+        let fence = position(&t, store(DATA, 4));
+        let polled = position(&t, load(DATA, 4));
+        let stamp = position(&t, store(DATA + 8, 8));
+        let last_rptr = t.iter().rposition(|a| *a == store(RPTR, 8)).unwrap();
+        assert!(fence < polled && polled < stamp && stamp < last_rptr, "{t:#?}");
     }
 }

@@ -4,7 +4,7 @@
 use super::{bad, compare, kernels, Exec, Halt, IbFrame, RingProgress, RunEnd, MAX_IB_DEPTH, MAX_IB_DWORDS};
 use hsakmt_core::packet::model_kernel::dispatch_regs as regs;
 use hsakmt_core::packet::pm4::{self, Command, IndirectBuffer};
-use hsakmt_core::packet::Dwords;
+use std::sync::atomic::Ordering;
 
 /// An INDIRECT_BUFFER packet is 4 dwords.
 const IB_PACKET_DWORDS: u64 = 4;
@@ -119,10 +119,6 @@ fn memory_dst(sel: u8) -> bool {
     matches!(sel, 1 | 2 | 5)
 }
 
-fn dwords_bytes(d: &Dwords<'_>) -> Vec<u8> {
-    d.iter().flat_map(u32::to_le_bytes).collect()
-}
-
 fn sh(p: &RingProgress, reg: u16) -> u32 {
     p.sh_regs.get(usize::from(reg)).copied().unwrap_or(0)
 }
@@ -145,22 +141,26 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
             if !memory_dst(w.dst_sel) {
                 return Err(bad(at, "WRITE_DATA destination not modelled (registers, GDS)"));
             }
-            let data = dwords_bytes(&w.data);
+            // Each dword is a release store: a host may poll any of them (kfdtest's fences).
             if w.wr_one_addr {
                 // Every dword goes to the same address; the last one is what stays.
-                let last = data.len().saturating_sub(4);
-                x.write(w.dst_addr, &data[last..])?;
+                if let Some(last) = w.data.iter().last() {
+                    x.store(w.dst_addr, last, Ordering::Release)?;
+                }
             } else {
-                x.write(w.dst_addr, &data)?;
+                for (i, d) in w.data.iter().enumerate() {
+                    x.store(w.dst_addr.wrapping_add(4 * i as u64), d, Ordering::Release)?;
+                }
             }
         }
         Command::ReleaseMem(r) => {
             match r.data_sel {
                 0 => {}
-                1 => x.write(r.addr, &(r.data as u32).to_le_bytes())?,
-                2 => x.write(r.addr, &r.data.to_le_bytes())?,
-                3 => x.write(r.addr, &x.clock().to_le_bytes())?,
-                4 => x.write(r.addr, &crate::kfd::boottime_ns().to_le_bytes())?,
+                // The end-of-pipe fence: a release store, after everything before it.
+                1 => x.store(r.addr, r.data as u32, Ordering::Release)?,
+                2 => x.store(r.addr, r.data, Ordering::Release)?,
+                3 => x.store(r.addr, x.clock(), Ordering::Release)?,
+                4 => x.store(r.addr, crate::kfd::boottime_ns(), Ordering::Release)?,
                 _ => return Err(bad(at, "RELEASE_MEM data select reserved")),
             }
             match r.int_sel {
@@ -174,7 +174,7 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
             if !w.memory || w.operation != 0 {
                 return Err(bad(at, "WAIT_REG_MEM on registers not modelled"));
             }
-            let v = x.read_u32(w.addr)?;
+            let v: u32 = x.load(w.addr, Ordering::Acquire)?;
             if !compare(w.function, v & w.mask, w.reference) {
                 return Err(Halt::Blocked);
             }
@@ -209,8 +209,8 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
         Command::CopyData(c) => {
             let wide = c.count_sel;
             let value = match c.src_sel {
-                1 | 2 if wide => x.read_u64(c.src)?,
-                1 | 2 => u64::from(x.read_u32(c.src)?),
+                1 | 2 if wide => x.load::<u64>(c.src, Ordering::Acquire)?,
+                1 | 2 => u64::from(x.load::<u32>(c.src, Ordering::Acquire)?),
                 5 => c.src,
                 9 => x.clock(),
                 10 => crate::kfd::boottime_ns(),
@@ -220,9 +220,9 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
                 return Err(bad(at, "COPY_DATA destination not modelled"));
             }
             if wide {
-                x.write(c.dst, &value.to_le_bytes())?;
+                x.store(c.dst, value, Ordering::Release)?;
             } else {
-                x.write(c.dst, &(value as u32).to_le_bytes())?;
+                x.store(c.dst, value as u32, Ordering::Release)?;
             }
         }
     }

@@ -5,6 +5,7 @@ use super::{bad, compare, kernels, Exec, Halt, RingProgress, RunEnd};
 use crate::gpu::AtomicOp;
 use hsakmt_core::packet::sdma::{self, Repr, Timestamp};
 use hsakmt_core::packet::Dwords;
+use std::sync::atomic::Ordering;
 
 /// The SDMA trap interrupt delivers 28 bits of context id (kfd_int_process_v9.c).
 const TRAP_CONTEXT_BITS: u32 = 28;
@@ -72,13 +73,14 @@ fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
             };
             x.write(dst, &bytes)?;
         }
-        Repr::Fence { addr, data, .. } => x.write(addr, &data.to_le_bytes())?,
+        // The fence: a release store, after everything before it.
+        Repr::Fence { addr, data, .. } => x.store(addr, data, Ordering::Release)?,
         Repr::Trap { int_context } => x.interrupt(int_context, TRAP_CONTEXT_BITS),
         Repr::PollRegmem(pr) => {
             if !pr.mem_poll {
                 return Err(bad(at, "POLL_REGMEM on registers not modelled"));
             }
-            let v = x.read_u32(pr.addr)?;
+            let v: u32 = x.load(pr.addr, Ordering::Acquire)?;
             if !compare(pr.func, v & pr.mask, pr.value) {
                 return Err(Halt::Blocked);
             }
@@ -90,7 +92,7 @@ fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
             let pattern = f.data.to_le_bytes();
             kernels::fill(x, f.dst, &pattern[..1 << f.fill_size], u64::from(f.count))?;
         }
-        Repr::Timestamp(Timestamp::GetLocal(a) | Timestamp::GetGlobal(a)) => x.write(a, &x.clock().to_le_bytes())?,
+        Repr::Timestamp(Timestamp::GetLocal(a) | Timestamp::GetGlobal(a)) => x.store(a, x.clock(), Ordering::Release)?,
         Repr::Atomic(a) => atomic(x, &a, at)?,
     }
     Ok(())
