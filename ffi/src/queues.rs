@@ -9,7 +9,8 @@
 //! are INVALID_PARAMETER.
 //!
 //! hsaKmtQueueRingDoorbell writes the value to the queue's doorbell (what ROCr does itself on
-//! Linux); on the model it also wakes the GPU engines at once. hsaKmtReportQueue answers the
+//! Linux) with a release store, under the thunk lock so a concurrent CloseKFD cannot unmap the
+//! doorbell page first; on the model it also wakes the GPU engines at once. hsaKmtReportQueue answers the
 //! ring's address and size; the KFD does not tell user mode the VMID, so `VMID` is 0.
 
 use crate::boundary::{guard, out};
@@ -20,6 +21,7 @@ use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::queue::QueueRequest;
 use hsakmt_core::Status;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Our headers' binding (`hsaKmtCreateQueue_abi1`): the newest `HsaQueueResource`.
 ///
@@ -413,15 +415,21 @@ pub unsafe extern "C" fn hsaKmtGetKernelQueueId(QueueId: HSA_QUEUEID, KernelInte
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtQueueRingDoorbell(QueueId: HSA_QUEUEID, value: HSAuint64) -> HSAKMT_STATUS {
     guard("hsaKmtQueueRingDoorbell", || {
-        let (doorbell, kfd_id, kfd) = with_ctx(|c| {
-            let (d, id) = c.queue_doorbell(QueueId)?;
-            Ok((d, id, c.kfd_shared()))
-        })?;
-        // SAFETY: the doorbell is a slot of the doorbell page this context mapped for the
-        // queue, live while the queue is; an aligned 64-bit store as the hardware expects.
-        unsafe { std::ptr::write_volatile(doorbell as usize as *mut u64, value) };
-        kfd.doorbell_rung(kfd_id);
-        Ok(())
+        // All under the thunk lock: the doorbell page is the context's mapping, which CloseKFD
+        // (or ReleaseSystemProperties) unmaps under the same lock; and the port is not kept
+        // past it (the last reference to a model's port closes the model's process, which
+        // must not happen after a later OpenKFD). Waking a model's engines is a futex wake.
+        with_ctx(|c| {
+            let (doorbell, kfd_id) = c.queue_doorbell(QueueId)?;
+            // SAFETY: the doorbell is an 8-byte aligned slot of the doorbell page this context
+            // mapped for the queue, live while the queue is, and the queue cannot go away while
+            // we hold the lock. A release store, as ROCr rings it: the packets written before
+            // are visible to the engine that sees the new value (the model's watcher loads it
+            // with acquire; hardware takes it as an MMIO write).
+            unsafe { AtomicU64::from_ptr(doorbell as usize as *mut u64) }.store(value, Ordering::Release);
+            c.kfd().doorbell_rung(kfd_id);
+            Ok(())
+        })
     })
 }
 
