@@ -23,7 +23,12 @@ unsafe fn node_array<'a>(n: u64, nodes: *const HSAuint32) -> KmtResult<&'a [u32]
     Ok(unsafe { std::slice::from_raw_parts(nodes, n as usize) })
 }
 
-fn alloc(
+/// The AllocMemory family.
+///
+/// # Safety
+/// `addr` must be NULL or valid for reads and writes of a pointer (read for a FixedAddress
+/// allocation, written with the result).
+unsafe fn alloc(
     name: &'static str,
     node: u32,
     anchor: Option<u32>,
@@ -52,7 +57,8 @@ pub unsafe extern "C" fn hsaKmtAllocMemory(
     MemFlags: HsaMemFlags,
     MemoryAddress: *mut *mut c_void,
 ) -> HSAKMT_STATUS {
-    alloc("hsaKmtAllocMemory", PreferredNode, None, SizeInBytes, 0, MemFlags, MemoryAddress)
+    // SAFETY: forwarded under the same contract.
+    unsafe { alloc("hsaKmtAllocMemory", PreferredNode, None, SizeInBytes, 0, MemFlags, MemoryAddress) }
 }
 
 /// # Safety
@@ -65,7 +71,8 @@ pub unsafe extern "C" fn hsaKmtAllocMemoryAlign(
     MemFlags: HsaMemFlags,
     MemoryAddress: *mut *mut c_void,
 ) -> HSAKMT_STATUS {
-    alloc("hsaKmtAllocMemoryAlign", PreferredNode, None, SizeInBytes, Alignment, MemFlags, MemoryAddress)
+    // SAFETY: forwarded under the same contract.
+    unsafe { alloc("hsaKmtAllocMemoryAlign", PreferredNode, None, SizeInBytes, Alignment, MemFlags, MemoryAddress) }
 }
 
 /// GTT memory owned by `GttAnchorNode`'s GPU, accounted to `PreferredNode`.
@@ -80,7 +87,8 @@ pub unsafe extern "C" fn hsaKmtAllocMemoryHostGtt(
     MemFlags: HsaMemFlags,
     MemoryAddress: *mut *mut c_void,
 ) -> HSAKMT_STATUS {
-    alloc("hsaKmtAllocMemoryHostGtt", PreferredNode, Some(GttAnchorNode), SizeInBytes, 0, MemFlags, MemoryAddress)
+    // SAFETY: forwarded under the same contract.
+    unsafe { alloc("hsaKmtAllocMemoryHostGtt", PreferredNode, Some(GttAnchorNode), SizeInBytes, 0, MemFlags, MemoryAddress) }
 }
 
 /// # Safety
@@ -276,7 +284,12 @@ pub unsafe extern "C" fn hsaKmtShareMemory(
     })
 }
 
-fn register_shared(
+/// The RegisterSharedHandle family.
+///
+/// # Safety
+/// `h` must be NULL or valid for reads; `addr` and `size` NULL or valid for writes; a
+/// non-NULL node array must hold its count of readable elements.
+unsafe fn register_shared(
     name: &'static str,
     h: *const HsaSharedMemoryHandle,
     addr: *mut *mut c_void,
@@ -311,7 +324,8 @@ pub unsafe extern "C" fn hsaKmtRegisterSharedHandle(
     MemoryAddress: *mut *mut c_void,
     SizeInBytes: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
-    register_shared("hsaKmtRegisterSharedHandle", SharedMemoryHandle, MemoryAddress, SizeInBytes, None)
+    // SAFETY: forwarded under the same contract.
+    unsafe { register_shared("hsaKmtRegisterSharedHandle", SharedMemoryHandle, MemoryAddress, SizeInBytes, None) }
 }
 
 /// # Safety
@@ -324,7 +338,16 @@ pub unsafe extern "C" fn hsaKmtRegisterSharedHandleToNodes(
     NumberOfNodes: HSAuint64,
     NodeArray: *mut HSAuint32,
 ) -> HSAKMT_STATUS {
-    register_shared("hsaKmtRegisterSharedHandleToNodes", SharedMemoryHandle, MemoryAddress, SizeInBytes, Some((NumberOfNodes, NodeArray)))
+    // SAFETY: forwarded under the same contract.
+    unsafe {
+        register_shared(
+            "hsaKmtRegisterSharedHandleToNodes",
+            SharedMemoryHandle,
+            MemoryAddress,
+            SizeInBytes,
+            Some((NumberOfNodes, NodeArray)),
+        )
+    }
 }
 
 /// # Safety
@@ -403,8 +426,25 @@ pub extern "C" fn hsaKmtUnmapGraphicHandle(_NodeId: HSAuint32, FlatMemoryAddress
     guard("hsaKmtUnmapGraphicHandle", || with_ctx_mut(|c| c.unmap_memory_to_gpu(FlatMemoryAddress)))
 }
 
+/// A tile-config array from C: empty for a zero count, INVALID_PARAMETER for NULL otherwise.
+///
 /// # Safety
-/// `config` must be NULL or valid; its arrays must hold the counts it states.
+/// A non-NULL `p` with `n > 0` must be valid for writes of `n` elements, and not aliased by
+/// anything else the call uses.
+unsafe fn config_array<'a>(p: *mut u32, n: usize) -> KmtResult<&'a mut [u32]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Status::INVALID_PARAMETER);
+    }
+    // SAFETY: non-NULL; the caller's `n` writable elements.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// # Safety
+/// `config` must be NULL or valid; its arrays must hold the counts it states and not overlap
+/// it or each other.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetTileConfig(NodeId: HSAuint32, config: *mut HsaGpuTileConfig) -> HSAKMT_STATUS {
     guard("hsaKmtGetTileConfig", || {
@@ -412,18 +452,10 @@ pub unsafe extern "C" fn hsaKmtGetTileConfig(NodeId: HSAuint32, config: *mut Hsa
         // SAFETY: the C caller's pointer contract.
         let cfg = unsafe { out(config) }?;
         let (nt, nm) = (cfg.NumTileConfigs as usize, cfg.NumMacroTileConfigs as usize);
-        let slice = |p: *mut u32, n: usize| -> KmtResult<&mut [u32]> {
-            if n == 0 {
-                return Ok(&mut []);
-            }
-            if p.is_null() {
-                return Err(Status::INVALID_PARAMETER);
-            }
-            // SAFETY: the caller states `n` elements at `p`.
-            Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
-        };
-        let tile = slice(cfg.TileConfig, nt)?;
-        let macro_tile = slice(cfg.MacroTileConfig, nm)?;
+        // SAFETY: the C caller's contract: each array holds the count `config` states.
+        let tile = unsafe { config_array(cfg.TileConfig, nt) }?;
+        // SAFETY: as above.
+        let macro_tile = unsafe { config_array(cfg.MacroTileConfig, nm) }?;
         let (t, m, gb, banks, ranks, _) = with_ctx(|c| c.tile_config(NodeId, tile, macro_tile))?;
         cfg.NumTileConfigs = t;
         cfg.NumMacroTileConfigs = m;
