@@ -1,10 +1,11 @@
 //! Events, the thunk side (upstream events.c): `HsaEvent` objects the thunk allocates and hands
 //! to C, the event page, and the KFD event ioctls.
 //!
-//! - **Objects.** Each event is a 48-byte `HsaEvent` owned by the context (a boxed word array,
+//! - **Objects.** Each event is a 48-byte `HsaEvent` owned by the context (its own allocation,
 //!   so its address is stable) and registered by that address: a pointer C passes back is
 //!   looked up, never dereferenced, so a destroyed (freed) event is an error status, not a
-//!   crash. `EventId` and `EventData` are filled as upstream fills them: `EventType`,
+//!   crash. C reads the object at any time (ROCr takes `EventId` and `HWData2` from it), so
+//!   Rust shares it under the rule of [`CEvent`]. `EventId` and `EventData` are filled as upstream fills them: `EventType`,
 //!   `HWData1` = the KFD event id, `HWData2` = the address of the event's slot in the event
 //!   page (signal events), `HWData3` = the KFD's trigger data, and the descriptor's SyncVar.
 //! - **The event page.** On a dGPU system the first CREATE_EVENT brings the page: 4096 slots of
@@ -22,9 +23,11 @@ use crate::abi::kfd::*;
 use crate::context::Context;
 use crate::port::{ioctl_plain, Kfd};
 use crate::status::{KmtResult, Status};
-use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
+use core::alloc::Layout;
 use core::mem::{offset_of, size_of};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// Slots of the event page (KFD_SIGNAL_EVENT_LIMIT).
@@ -52,7 +55,7 @@ pub struct EventData {
 
 const _: () = assert!(size_of::<EventData>() == size_of::<kfd_event_data>());
 const _: () = assert!(offset_of!(kfd_event_data, event_id) == offset_of!(EventData, event_id));
-const _: () = assert!(size_of::<HsaEvent>() == 48);
+const _: () = assert!(size_of::<HsaEvent>() == 4 * EVENT_WORDS);
 
 impl EventData {
     /// A wait entry for `event_id`, with the caller's last seen age (0: none).
@@ -88,25 +91,87 @@ const OFF_HWX_TYPE: usize = OFF_UNION + offset_of!(HsaHwException, ResetType);
 const OFF_HWX_LOST: usize = OFF_UNION + offset_of!(HsaHwException, MemoryLost);
 const OFF_HWX_CAUSE: usize = OFF_UNION + offset_of!(HsaHwException, ResetCause);
 
-/// One `HsaEvent` as C sees it: 12 words (HsaEvent is packed(4), so every field is
-/// word-aligned), plus what the thunk needs without reading it back.
+/// The words of one `HsaEvent` (HsaEvent is packed(4), so every field is word-aligned).
+const EVENT_WORDS: usize = 12;
+
+/// One `HsaEvent` in memory shared with C.
+///
+/// Aliasing rule: C holds the address from CreateEvent until DestroyEvent and may read (or
+/// write) the words at any time, from any thread, while Rust fills them in (CreateEvent) and
+/// later copies exception data in (a finished wait). So Rust never forms a `&` / `&mut` to the
+/// words as plain data: the allocation is raw (not a `Box`, whose uniqueness every move would
+/// assert over C's pointer), it is reached only as `&[AtomicU32; 12]` (interior mutability;
+/// `AtomicU32` has the layout of the `u32` C sees), and every Rust write is a relaxed atomic
+/// store of one word, so a C reader on another thread sees each word whole. Only
+/// DestroyEvent (or the end of the context) frees it; C must not use the pointer after that,
+/// as with upstream, which frees it too.
+struct CEvent(NonNull<[AtomicU32; EVENT_WORDS]>);
+
+// SAFETY: the words are atomics (see above); the handle only frees the allocation on drop.
+unsafe impl Send for CEvent {}
+// SAFETY: as above: `&CEvent` only gives atomic access.
+unsafe impl Sync for CEvent {}
+
+impl CEvent {
+    fn layout() -> Layout {
+        Layout::new::<[AtomicU32; EVENT_WORDS]>()
+    }
+
+    /// A zeroed object.
+    fn new() -> CEvent {
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { alloc::alloc::alloc_zeroed(Self::layout()) };
+        match NonNull::new(p.cast::<[AtomicU32; EVENT_WORDS]>()) {
+            Some(p) => CEvent(p),
+            None => alloc::alloc::handle_alloc_error(Self::layout()),
+        }
+    }
+
+    fn words(&self) -> &[AtomicU32; EVENT_WORDS] {
+        // SAFETY: the allocation is live until `drop`, initialised (zeroed) and aligned for
+        // the atomics; shared references to atomics may coexist with C's accesses.
+        unsafe { self.0.as_ref() }
+    }
+
+    fn put32(&self, off: usize, v: u32) {
+        self.words()[off / 4].store(v, Ordering::Relaxed);
+    }
+
+    fn put64(&self, off: usize, v: u64) {
+        let b = v.to_ne_bytes();
+        self.put32(off, u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+        self.put32(off + 4, u32::from_ne_bytes([b[4], b[5], b[6], b[7]]));
+    }
+
+    /// The address C holds.
+    fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
+impl Drop for CEvent {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once, here.
+        unsafe { alloc::alloc::dealloc(self.0.as_ptr().cast(), Self::layout()) }
+    }
+}
+
+/// One event: the `HsaEvent` C sees, plus what the thunk needs without reading it back.
 struct Record {
-    words: Box<[u32; 12]>,
+    words: CEvent,
     id: u32,
     ty: u32,
 }
 
 impl Record {
-    fn put32(&mut self, off: usize, v: u32) {
-        self.words[off / 4] = v;
+    fn put32(&self, off: usize, v: u32) {
+        self.words.put32(off, v);
     }
-    fn put64(&mut self, off: usize, v: u64) {
-        let b = v.to_ne_bytes();
-        self.words[off / 4] = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-        self.words[off / 4 + 1] = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+    fn put64(&self, off: usize, v: u64) {
+        self.words.put64(off, v);
     }
     fn addr(&self) -> usize {
-        self.words.as_ptr() as usize
+        self.words.addr()
     }
 }
 
@@ -210,7 +275,7 @@ impl Context {
             ev.page = Some(va);
             ev.page_given = true;
         }
-        let mut r = Record { words: Box::new([0; 12]), id: a.event_id, ty: desc.event_type };
+        let r = Record { words: CEvent::new(), id: a.event_id, ty: desc.event_type };
         r.put32(0, a.event_id);
         r.put32(OFF_TYPE, desc.event_type);
         r.put64(OFF_HW1, u64::from(a.event_id));
@@ -358,7 +423,7 @@ impl Context {
         let (topo, events) = self.topology_and_events_mut();
         let topo = topo.ok_or(Status::ERROR)?;
         for (ev, d) in evs.into_iter().zip(data) {
-            let Some(r) = events.live.get_mut(&ev) else { continue };
+            let Some(r) = events.live.get(&ev) else { continue };
             let gpu_id = match r.ty {
                 HSA_EVENTTYPE_MEMORY => d.memory_exception().gpu_id,
                 HSA_EVENTTYPE_HW_EXCEPTION => d.hw_exception().gpu_id,
@@ -374,7 +439,7 @@ impl Context {
     }
 }
 
-fn apply_exception(r: &mut Record, node: u32, d: &EventData) {
+fn apply_exception(r: &Record, node: u32, d: &EventData) {
     if r.ty == HSA_EVENTTYPE_MEMORY {
         let m = d.memory_exception();
         let mut f: HsaAccessAttributeFailure = FromZeros::new_zeroed();
@@ -394,5 +459,47 @@ fn apply_exception(r: &mut Record, node: u32, d: &EventData) {
         r.put32(OFF_HWX_TYPE, h.reset_type);
         r.put32(OFF_HWX_LOST, h.memory_lost);
         r.put32(OFF_HWX_CAUSE, h.reset_cause);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    /// C reads an event's words through the address it was given while Rust writes them (a
+    /// finished wait copying exception data in, on another thread): the address stays valid
+    /// however the record moves, and every 32-bit word C reads is whole.
+    #[test]
+    fn c_reads_an_event_while_rust_writes_it() {
+        let r = Record { words: CEvent::new(), id: 7, ty: HSA_EVENTTYPE_MEMORY };
+        r.put32(0, 7);
+        let addr = r.addr();
+        let mut live = BTreeMap::new();
+        live.insert(addr, r);
+        let moved: BTreeMap<usize, Record> = core::mem::take(&mut live).into_iter().collect();
+        let r = &moved[&addr];
+        assert_eq!(r.addr(), addr);
+        // What C sees at the address: the event id written before the move.
+        // SAFETY: the live object, word-aligned; read atomically as a C reader's aligned load is.
+        assert_eq!(unsafe { AtomicU32::from_ptr(addr as *mut u32) }.load(Ordering::Relaxed), 7);
+        let va = addr + OFF_MAF_VA;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..20_000 {
+                    // SAFETY: as above (`VirtualAddress` is two words of the live object).
+                    let lo = unsafe { AtomicU32::from_ptr(va as *mut u32) }.load(Ordering::Relaxed);
+                    assert_eq!(lo & 0xffff, lo >> 16, "a torn word: {lo:#x}");
+                }
+            });
+            for k in 0..20_000u64 {
+                let w = (k & 0xffff) * 0x1_0001;
+                r.put64(OFF_MAF_VA, w | w << 32);
+            }
+        });
+        let w = 19_999 * 0x1_0001u64;
+        // SAFETY: as above.
+        let (lo, hi) = unsafe { (AtomicU32::from_ptr(va as *mut u32), AtomicU32::from_ptr((va + 4) as *mut u32)) };
+        assert_eq!((lo.load(Ordering::Relaxed), hi.load(Ordering::Relaxed)), (w as u32, w as u32));
     }
 }

@@ -31,7 +31,6 @@ use crate::fmm::GPU_HUGE_PAGE_SIZE;
 use crate::port::{ioctl_plain, ioctl_typed};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Node;
-use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use zerocopy::FromZeros;
@@ -231,8 +230,10 @@ pub(crate) struct Queue {
     ring: u64,
     ring_size: u64,
     /// CU mask words (bits = 32 × len); pointed to by GetQueueInfo's CUMaskInfo, so it lives
-    /// in its own allocation for as long as the queue.
-    cu_mask: Box<[u32]>,
+    /// in its own allocation until the next SetQueueCUMask or the queue's end (upstream's
+    /// lifetime), and is never written after creation: C may read it at any time. An `Arc`,
+    /// not a `Box`: moving the queue must not assert unique ownership over C's pointer.
+    cu_mask: alloc::sync::Arc<[u32]>,
     cu_mask_bits: u32,
 }
 
@@ -394,7 +395,7 @@ impl Context {
             doorbell: 0,
             ring: r.ring,
             ring_size: r.ring_size,
-            cu_mask: Box::new([]),
+            cu_mask: alloc::sync::Arc::from([]),
             cu_mask_bits: 0,
         };
         let cu_num = props.NumFComputeCores.checked_div(props.NumSIMDPerCU).unwrap_or(0);
@@ -403,7 +404,7 @@ impl Context {
         for i in 0..cu_num {
             mask[(i / 32) as usize] |= 1 << (i % 32);
         }
-        q.cu_mask = mask.into_boxed_slice();
+        q.cu_mask = mask.into();
 
         let mut a: kfd_ioctl_create_queue_args = FromZeros::new_zeroed();
         a.gpu_id = gpu_id;
@@ -567,9 +568,10 @@ impl Context {
             self.release_queue_memory(e);
         }
         match q.cwsr {
-            // SAFETY: the unified area is this queue's own mapping; the KFD no longer uses it
-            // (the queue is destroyed or was never created) and nothing else points into it.
             Some(c) if q.cwsr_unified_len > 0 => {
+                // SAFETY: the unified area is this queue's own mapping; the KFD no longer uses
+                // it (the queue is destroyed or was never created) and nothing else points into
+                // it.
                 let _ = unsafe { self.kfd().release_va(c as usize, q.cwsr_unified_len as usize) };
             }
             Some(c) => self.release_queue_memory(c),
