@@ -70,10 +70,8 @@ fn four_threads_of_mixed_memory_operations() {
                         match op {
                             3 | 4 => {
                                 // SAFETY: no out-pointer.
-                                assert_eq!(
-                                    unsafe { hsaKmtMapMemoryToGPU(a as *mut c_void, size, std::ptr::null_mut()) },
-                                    HSAKMT_STATUS_SUCCESS
-                                );
+                                let st = unsafe { hsaKmtMapMemoryToGPU(a as *mut c_void, size, std::ptr::null_mut()) };
+                                assert_eq!(st, HSAKMT_STATUS_SUCCESS);
                                 mine[i].2 = true;
                             }
                             5 => {

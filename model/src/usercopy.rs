@@ -116,10 +116,11 @@ pub fn copy_from_user(dst: &mut [u8], src: usize) -> Result<(), i32> {
         return Err(EFAULT);
     }
     let d = dst.as_mut_ptr() as usize;
-    // SAFETY: `dst` is a live, exclusively borrowed buffer of `dst.len()` bytes; `src` is
-    // checked by the kernel.
     match method() {
+        // SAFETY: `dst` is a live, exclusively borrowed buffer of `dst.len()` bytes; `src` is
+        // checked by the kernel.
         Method::ProcessVm => unsafe { pvm(false, d, src, dst.len()) },
+        // SAFETY: as above.
         Method::Pipe => unsafe { pipe_copy(d, src, dst.len()) },
     }
     .map_err(|_| EFAULT)
@@ -134,9 +135,10 @@ pub fn copy_to_user(dst: usize, src: &[u8]) -> Result<(), i32> {
         return Err(EFAULT);
     }
     let s = src.as_ptr() as usize;
-    // SAFETY: `src` is a live buffer of `src.len()` bytes; `dst` is checked by the kernel.
     match method() {
+        // SAFETY: `src` is a live buffer of `src.len()` bytes; `dst` is checked by the kernel.
         Method::ProcessVm => unsafe { pvm(true, dst, s, src.len()) },
+        // SAFETY: as above.
         Method::Pipe => unsafe { pipe_copy(dst, s, src.len()) },
     }
     .map_err(|_| EFAULT)
