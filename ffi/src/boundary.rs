@@ -39,16 +39,11 @@ pub fn last_error() -> Option<String> {
 /// Restores the thread's errno when dropped.
 pub struct ErrnoKeeper(i32);
 
-extern "C" {
-    /// glibc's (and musl's) per-thread errno location.
-    fn __errno_location() -> *mut i32;
-}
-
 impl ErrnoKeeper {
     #[inline]
     pub fn save() -> ErrnoKeeper {
         // SAFETY: __errno_location always returns this thread's valid errno slot.
-        ErrnoKeeper(unsafe { *__errno_location() })
+        ErrnoKeeper(unsafe { *libc::__errno_location() })
     }
 }
 
@@ -56,7 +51,7 @@ impl Drop for ErrnoKeeper {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: as in `save`.
-        unsafe { *__errno_location() = self.0 };
+        unsafe { *libc::__errno_location() = self.0 };
     }
 }
 

@@ -8,17 +8,10 @@ use hsakmt_core::abi::model::{
     HSAKMT_MODEL_INTERFACE_VERSION_MAJOR,
 };
 use hsakmt_core::{Backend, Errno, Kfd, SysTree};
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use libc::{dlerror, dlopen, dlsym, RTLD_LOCAL, RTLD_NOW};
+use std::ffi::{c_int, c_void, CStr, CString};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
-
-extern "C" {
-    fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-    fn dlerror() -> *const c_char;
-    fn __errno_location() -> *mut c_int;
-}
-const RTLD_NOW: c_int = 2;
 
 /// Our plugins' `hsakmt_model_take_fork_handlers` (an optional export, see hsakmt_model::plugin).
 const TAKE_FORK_HANDLERS: &CStr = c"hsakmt_model_take_fork_handlers";
@@ -60,11 +53,10 @@ fn take_fork_handlers(handle: *mut c_void) {
         }
     }
 }
-const RTLD_LOCAL: c_int = 0;
 
 fn last_errno() -> Errno {
     // SAFETY: __errno_location returns this thread's errno slot.
-    Errno(unsafe { *__errno_location() })
+    Errno(unsafe { *libc::__errno_location() })
 }
 
 fn dl_error() -> String {

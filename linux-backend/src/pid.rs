@@ -14,10 +14,6 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 /// The cached pid; 0 until the first call (and never a real pid).
 static PID: AtomicU32 = AtomicU32::new(0);
 
-extern "C" {
-    fn pthread_atfork(prepare: Option<extern "C" fn()>, parent: Option<extern "C" fn()>, child: Option<extern "C" fn()>) -> i32;
-}
-
 fn getpid() -> u32 {
     rustix::process::getpid().as_raw_nonzero().get() as u32
 }
@@ -50,7 +46,7 @@ fn first_pid() -> u32 {
     let mut state = REGISTERED.load(Ordering::Acquire);
     if state == 0 && REGISTERED.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
         // SAFETY: registers a plain function that only stores an atomic.
-        unsafe { pthread_atfork(None, None, Some(refresh_in_child)) };
+        unsafe { libc::pthread_atfork(None, None, Some(refresh_in_child)) };
         REGISTERED.store(2, Ordering::Release);
         state = 2;
     }
