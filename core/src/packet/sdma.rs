@@ -1,7 +1,13 @@
-//! SDMA packets as the gfx9-era system DMA engines (SDMA 4.x, also read by later generations for
-//! these opcodes) fetch them from an SDMA ring. Layouts follow the public `sdma_pkt_open.h`
-//! definitions: dword 0 holds the opcode in bits 0..7 and the sub-opcode in bits 8..15, with
-//! per-packet header bits above.
+//! SDMA packets as the system DMA engines fetch them from an SDMA ring: SDMA 4.x (gfx9) and
+//! SDMA 5.x/6.x (gfx10/gfx11), whose layouts agree for every packet here. Layouts follow the
+//! public `sdma_pkt_open.h` definitions (amdgpu's vega10/navi10/sdma_v6_0_0 headers, ROCr's
+//! `sdma_registers.h`): dword 0 holds the opcode in bits 0..7 and the sub-opcode in bits 8..15,
+//! with per-packet header bits above.
+//!
+//! Where the generations differ the view reads the widest form and the engine that executes a
+//! packet decides what its generation accepts: the COPY_LINEAR count is 22 bits on SDMA 4.0–4.2
+//! and 30 bits where ROCr uses the wide form (gfx90a, gfx10.3+, gfx11+; [`MAX_LINEAR_BYTES_WIDE`]);
+//! GCR exists from SDMA 5 (gfx10) on.
 
 use super::{bit_accessors, fits, get_dword, get_u64, set_dword, set_u64, Dwords, Error, Result};
 
@@ -16,6 +22,8 @@ pub mod op {
     pub const ATOMIC: u8 = 10;
     pub const CONST_FILL: u8 = 11;
     pub const TIMESTAMP: u8 = 13;
+    /// Cache control (GCR_REQ), SDMA 5 and later (gfx10+).
+    pub const GCR: u8 = 17;
 }
 
 /// SDMA sub-opcodes.
@@ -25,10 +33,18 @@ pub mod sub_op {
     pub const TIMESTAMP_SET: u8 = 0;
     pub const TIMESTAMP_GET_LOCAL: u8 = 1;
     pub const TIMESTAMP_GET_GLOBAL: u8 = 2;
+    /// GCR as the kernel's own rings send it (`SDMA_OP_GCR_REQ`, sub-op 0).
+    pub const GCR_REQ: u8 = 0;
+    /// GCR as user mode sends it (ROCr's `SDMA_SUBOP_USER_GCR`).
+    pub const USER_GCR: u8 = 1;
 }
 
-/// Largest COPY_LINEAR / CONSTANT_FILL byte count (22-bit count field holds count - 1).
+/// Largest COPY_LINEAR / CONSTANT_FILL byte count on SDMA 4.0–4.2 (22-bit count field holds
+/// count - 1).
 pub const MAX_LINEAR_BYTES: u32 = 1 << 22;
+/// Largest COPY_LINEAR byte count where the count field is 30 bits (SDMA 4.4 on gfx90a, SDMA
+/// 5.2+ and 6: ROCr's `count_ext`, used with copies of up to 0x3fffffff bytes).
+pub const MAX_LINEAR_BYTES_WIDE: u32 = 1 << 30;
 /// Largest WRITE_UNTILED dword count (20-bit field holds count - 1).
 pub const MAX_WRITE_DWORDS: usize = 1 << 20;
 
@@ -41,13 +57,29 @@ mod field {
     // NOP
     pub const NOP_COUNT: Bits = bits(0, 16, 29);
 
-    // COPY_LINEAR
+    // COPY_LINEAR (and its broadcast form, header bit 27: two destinations)
     pub const CL_TMZ: Bits = bits(0, 18, 18);
-    pub const CL_COUNT: Bits = bits(1, 0, 21);
+    pub const CL_BROADCAST: Bits = bits(0, 27, 27);
+    pub const CL_COUNT: Bits = bits(1, 0, 29);
     pub const CL_DST_SWAP: Bits = bits(2, 16, 17);
     pub const CL_SRC_SWAP: Bits = bits(2, 24, 25);
     pub const CL_SRC_LO: usize = 3;
     pub const CL_DST_LO: usize = 5;
+    // Broadcast form: DST2_SW @8..9 of dword 2 (DST1_SW / SRC_SW as above), the second
+    // destination in dwords 7..8.
+    pub const CLB_DST2_SWAP: Bits = bits(2, 8, 9);
+    pub const CLB_DST2_LO: usize = 7;
+
+    // GCR: base VA bits 7..47 in dword 1 bits 7..31 and dword 2 bits 0..15; GCR_CONTROL bits
+    // 0..15 in dword 2 bits 16..31 and bits 16..18 in dword 3 bits 0..2; limit VA like the
+    // base in dwords 3..4; VMID @24..27 of dword 4.
+    pub const GCR_BASE_LO: Bits = bits(1, 7, 31);
+    pub const GCR_BASE_HI: Bits = bits(2, 0, 15);
+    pub const GCR_CONTROL_LO: Bits = bits(2, 16, 31);
+    pub const GCR_CONTROL_HI: Bits = bits(3, 0, 2);
+    pub const GCR_LIMIT_LO: Bits = bits(3, 7, 31);
+    pub const GCR_LIMIT_HI: Bits = bits(4, 0, 15);
+    pub const GCR_VMID: Bits = bits(4, 24, 27);
 
     // WRITE_UNTILED
     pub const WU_DST_LO: usize = 1;
@@ -111,6 +143,7 @@ fn declared_dwords(buf: &[u8]) -> Option<usize> {
     let h = get_dword(buf, 0);
     Some(match h as u8 {
         op::NOP => 1 + ((h >> 16) & 0x3fff) as usize,
+        op::COPY if h & (1 << 27) != 0 => 9,
         op::COPY => 7,
         op::WRITE => 4 + (get_dword(buf, 3) & 0xf_ffff) as usize + 1,
         op::FENCE => 4,
@@ -119,6 +152,7 @@ fn declared_dwords(buf: &[u8]) -> Option<usize> {
         op::ATOMIC => 8,
         op::CONST_FILL => 5,
         op::TIMESTAMP => 3,
+        op::GCR => 5,
         _ => return None,
     })
 }
@@ -186,6 +220,8 @@ impl<T: AsRef<[u8]>> Packet<T> {
         sub_op, set_sub_op: field::SUB_OP;
         nop_count, set_nop_count: field::NOP_COUNT;
         copy_tmz, set_copy_tmz: field::CL_TMZ;
+        copy_broadcast, set_copy_broadcast: field::CL_BROADCAST;
+        copy_dst2_swap, set_copy_dst2_swap: field::CLB_DST2_SWAP;
         /// Bytes - 1.
         copy_count, set_copy_count: field::CL_COUNT;
         copy_dst_swap, set_copy_dst_swap: field::CL_DST_SWAP;
@@ -212,6 +248,13 @@ impl<T: AsRef<[u8]>> Packet<T> {
         atomic_tmz, set_atomic_tmz: field::AT_TMZ;
         atomic_op, set_atomic_op: field::AT_OP;
         atomic_loop_interval, set_atomic_loop_interval: field::AT_LOOP_INTERVAL;
+        gcr_base_lo, set_gcr_base_lo: field::GCR_BASE_LO;
+        gcr_base_hi, set_gcr_base_hi: field::GCR_BASE_HI;
+        gcr_control_lo, set_gcr_control_lo: field::GCR_CONTROL_LO;
+        gcr_control_hi, set_gcr_control_hi: field::GCR_CONTROL_HI;
+        gcr_limit_lo, set_gcr_limit_lo: field::GCR_LIMIT_LO;
+        gcr_limit_hi, set_gcr_limit_hi: field::GCR_LIMIT_HI;
+        gcr_vmid, set_gcr_vmid: field::GCR_VMID;
     }
 
     fn dwords_from(&self, from: usize) -> Dwords<'_> {
@@ -228,11 +271,77 @@ pub use super::pm4::CompareFunction;
 pub struct CopyLinear {
     pub src: u64,
     pub dst: u64,
-    /// 1..=[`MAX_LINEAR_BYTES`].
+    /// 1..=[`MAX_LINEAR_BYTES_WIDE`] (the engine's generation may allow only
+    /// [`MAX_LINEAR_BYTES`]).
     pub count: u32,
     pub src_swap: u8,
     pub dst_swap: u8,
     pub tmz: bool,
+}
+
+/// COPY_LINEAR in its broadcast form (header bit 27, 9 dwords; kfdtest's two-destination
+/// `SDMACopyDataPacket`): copy `count` bytes from `src` to both `dst1` and `dst2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyBroadcast {
+    pub src: u64,
+    pub dst1: u64,
+    pub dst2: u64,
+    /// 1..=[`MAX_LINEAR_BYTES_WIDE`], as [`CopyLinear::count`].
+    pub count: u32,
+    pub src_swap: u8,
+    pub dst1_swap: u8,
+    pub dst2_swap: u8,
+    pub tmz: bool,
+}
+
+/// GCR (SDMA 5+): cache invalidate / writeback over a VA range or everything. `control` is the
+/// 19-bit GCR_CONTROL field (the [`gcr`] bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gcr {
+    /// Sub-op 1 (ROCr's USER_GCR) rather than 0 (the kernel's GCR_REQ).
+    pub user: bool,
+    /// 128-byte aligned, below 2^48.
+    pub base_va: u64,
+    /// 128-byte aligned, below 2^48.
+    pub limit_va: u64,
+    pub control: u32,
+    pub vmid: u8,
+}
+
+/// GCR_CONTROL bits (amdgpu's `SDMA_GCR_*`, the order of ROCr's `SDMA_PKT_GCR` word 2/3).
+pub mod gcr {
+    /// GLI_INV (2 bits).
+    pub const GLI_INV_SHIFT: u32 = 0;
+    /// GL1_RANGE (2 bits).
+    pub const GL1_RANGE_SHIFT: u32 = 2;
+    pub const GLM_WB: u32 = 1 << 4;
+    pub const GLM_INV: u32 = 1 << 5;
+    pub const GLK_WB: u32 = 1 << 6;
+    pub const GLK_INV: u32 = 1 << 7;
+    pub const GLV_INV: u32 = 1 << 8;
+    pub const GL1_INV: u32 = 1 << 9;
+    pub const GL2_US: u32 = 1 << 10;
+    /// GL2_RANGE (2 bits; 0: the whole cache).
+    pub const GL2_RANGE_SHIFT: u32 = 11;
+    pub const GL2_DISCARD: u32 = 1 << 13;
+    pub const GL2_INV: u32 = 1 << 14;
+    pub const GL2_WB: u32 = 1 << 15;
+    /// SEQ (2 bits).
+    pub const SEQ_SHIFT: u32 = 16;
+    /// The range is physical, not virtual.
+    pub const RANGE_IS_PA: u32 = 1 << 18;
+    /// The whole field.
+    pub const MASK: u32 = (1 << 19) - 1;
+
+    /// ROCr's `BuildGCRCommand` before a copy (`invalidate`: write back and invalidate GL2,
+    /// invalidate GL1/GLV/GLK, write back GLK) and after it (write back GL2 and GLK only).
+    pub const fn rocr(invalidate: bool) -> u32 {
+        if invalidate {
+            GL2_WB | GLK_WB | GL2_INV | GL1_INV | GLV_INV | GLK_INV
+        } else {
+            GL2_WB | GLK_WB
+        }
+    }
 }
 
 /// POLL_REGMEM: wait until `(*addr & mask) func value`.
@@ -248,6 +357,38 @@ pub struct PollRegmem {
     pub interval: u16,
     /// 12 bits; 0xfff retries forever.
     pub retry_count: u16,
+}
+
+impl PollRegmem {
+    /// ROCr's HDP flush (`hdp_flush_cmd` in `sdma_registers.h`, sent by `BuildHdpFlushCommand`
+    /// at the start of every SDMA copy on gfx9+ except gfx101x and XGMI-linked hosts): dwords
+    /// `{0x8, 0, 0x80000000, 0, 0, 0}`. Opcode 8 POLL_REGMEM, HDP_FLUSH bit 0, FUNC 0 (always),
+    /// MEM_POLL 0 (registers); the polled register (dword 1) is 0 and the register written
+    /// first (dword 2) is bit 31 alone, value and mask 0, no interval or retry. ROCr calls it
+    /// "HDP flush packet, no parameters" and ties it to gfx9 SDMA microcode 0x1A5 and later.
+    pub const ROCR_HDP_FLUSH: PollRegmem = PollRegmem {
+        addr: 0x8000_0000 << 32,
+        value: 0,
+        mask: 0,
+        func: CompareFunction::Always,
+        mem_poll: false,
+        hdp_flush: false,
+        interval: 0,
+        retry_count: 0,
+    };
+
+    /// In register mode (`!mem_poll`): the register polled (dword 1, a byte offset as the
+    /// kernel writes it: `reg << 2`).
+    pub const fn poll_register(&self) -> u32 {
+        self.addr as u32
+    }
+
+    /// In register mode: the register the engine writes `value` to before polling (dword 2;
+    /// the kernel's HDP flush names the flush request register there and the flush done
+    /// register in dword 1).
+    pub const fn request_register(&self) -> u32 {
+        (self.addr >> 32) as u32
+    }
 }
 
 /// CONSTANT_FILL: fill `count` bytes at `dst` with `data`.
@@ -299,6 +440,7 @@ pub enum Repr<'a> {
         count: u16,
     },
     CopyLinear(CopyLinear),
+    CopyBroadcast(CopyBroadcast),
     /// WRITE_UNTILED: write `data` (1..=2^20 dwords) to `dst`.
     WriteUntiled {
         dst: u64,
@@ -319,6 +461,7 @@ pub enum Repr<'a> {
     ConstantFill(ConstantFill),
     Timestamp(Timestamp),
     Atomic(Atomic),
+    Gcr(Gcr),
 }
 
 impl<'a> Repr<'a> {
@@ -337,7 +480,7 @@ impl<'a> Repr<'a> {
     pub fn op(&self) -> (u8, u8) {
         match self {
             Repr::Nop { .. } => (op::NOP, 0),
-            Repr::CopyLinear(_) => (op::COPY, sub_op::COPY_LINEAR),
+            Repr::CopyLinear(_) | Repr::CopyBroadcast(_) => (op::COPY, sub_op::COPY_LINEAR),
             Repr::WriteUntiled { .. } => (op::WRITE, sub_op::WRITE_UNTILED),
             Repr::Fence { .. } => (op::FENCE, 0),
             Repr::Trap { .. } => (op::TRAP, 0),
@@ -347,6 +490,7 @@ impl<'a> Repr<'a> {
             Repr::Timestamp(Timestamp::GetLocal(_)) => (op::TIMESTAMP, sub_op::TIMESTAMP_GET_LOCAL),
             Repr::Timestamp(Timestamp::GetGlobal(_)) => (op::TIMESTAMP, sub_op::TIMESTAMP_GET_GLOBAL),
             Repr::Atomic(_) => (op::ATOMIC, 0),
+            Repr::Gcr(g) => (op::GCR, if g.user { sub_op::USER_GCR } else { sub_op::GCR_REQ }),
         }
     }
 
@@ -354,6 +498,7 @@ impl<'a> Repr<'a> {
         match self {
             Repr::Nop { count } => 1 + *count as usize,
             Repr::CopyLinear(_) => 7,
+            Repr::CopyBroadcast(_) => 9,
             Repr::WriteUntiled { data, .. } => 4 + data.len(),
             Repr::Fence { .. } => 4,
             Repr::Trap { .. } => 2,
@@ -361,6 +506,7 @@ impl<'a> Repr<'a> {
             Repr::ConstantFill(_) => 5,
             Repr::Timestamp(_) => 3,
             Repr::Atomic(_) => 8,
+            Repr::Gcr(_) => 5,
         }
     }
 
@@ -374,9 +520,20 @@ impl<'a> Repr<'a> {
             Repr::Nop { count } => fits(field::NOP_COUNT, *count as u32),
             Repr::CopyLinear(c) => {
                 c.count >= 1
-                    && c.count <= MAX_LINEAR_BYTES
+                    && c.count <= MAX_LINEAR_BYTES_WIDE
                     && fits(field::CL_SRC_SWAP, c.src_swap as u32)
                     && fits(field::CL_DST_SWAP, c.dst_swap as u32)
+            }
+            Repr::CopyBroadcast(c) => {
+                c.count >= 1
+                    && c.count <= MAX_LINEAR_BYTES_WIDE
+                    && fits(field::CL_SRC_SWAP, c.src_swap as u32)
+                    && fits(field::CL_DST_SWAP, c.dst1_swap as u32)
+                    && fits(field::CLB_DST2_SWAP, c.dst2_swap as u32)
+            }
+            Repr::Gcr(g) => {
+                let va_ok = |va: u64| va & 0x7f == 0 && va >> 48 == 0;
+                va_ok(g.base_va) && va_ok(g.limit_va) && g.control & !gcr::MASK == 0 && fits(field::GCR_VMID, g.vmid as u32)
             }
             Repr::WriteUntiled { dst, data, swap } => {
                 !data.is_empty() && data.len() <= MAX_WRITE_DWORDS && dst & 3 == 0 && fits(field::WU_SWAP, *swap as u32)
@@ -410,6 +567,19 @@ impl<'a> Repr<'a> {
         let want_sub = |s: u8| if sub == s { Ok(()) } else { Err(Error::UnknownType) };
         let repr = match p.op() as u8 {
             op::NOP => Repr::Nop { count: p.nop_count() as u16 },
+            op::COPY if p.copy_broadcast() != 0 => {
+                want_sub(sub_op::COPY_LINEAR)?;
+                Repr::CopyBroadcast(CopyBroadcast {
+                    src: p.qword(field::CL_SRC_LO),
+                    dst1: p.qword(field::CL_DST_LO),
+                    dst2: p.qword(field::CLB_DST2_LO),
+                    count: p.copy_count() + 1,
+                    src_swap: p.copy_src_swap() as u8,
+                    dst1_swap: p.copy_dst_swap() as u8,
+                    dst2_swap: p.copy_dst2_swap() as u8,
+                    tmz: p.copy_tmz() != 0,
+                })
+            }
             op::COPY => {
                 want_sub(sub_op::COPY_LINEAR)?;
                 Repr::CopyLinear(CopyLinear {
@@ -462,6 +632,17 @@ impl<'a> Repr<'a> {
                 loop_interval: p.atomic_loop_interval() as u16,
                 tmz: p.atomic_tmz() != 0,
             }),
+            op::GCR => Repr::Gcr(Gcr {
+                user: match sub {
+                    sub_op::GCR_REQ => false,
+                    sub_op::USER_GCR => true,
+                    _ => return Err(Error::UnknownType),
+                },
+                base_va: u64::from(p.gcr_base_lo()) << 7 | u64::from(p.gcr_base_hi()) << 32,
+                limit_va: u64::from(p.gcr_limit_lo()) << 7 | u64::from(p.gcr_limit_hi()) << 32,
+                control: p.gcr_control_lo() | p.gcr_control_hi() << 16,
+                vmid: p.gcr_vmid() as u8,
+            }),
             _ => return Err(Error::UnknownType),
         };
         // What parses must emit again (aligned addresses, counts in range).
@@ -490,6 +671,17 @@ impl<'a> Repr<'a> {
                 p.set_copy_src_swap(c.src_swap as u32);
                 p.set_qword(field::CL_SRC_LO, c.src);
                 p.set_qword(field::CL_DST_LO, c.dst);
+            }
+            Repr::CopyBroadcast(c) => {
+                p.set_copy_tmz(c.tmz as u32);
+                p.set_copy_broadcast(1);
+                p.set_copy_count(c.count - 1);
+                p.set_copy_dst2_swap(c.dst2_swap as u32);
+                p.set_copy_dst_swap(c.dst1_swap as u32);
+                p.set_copy_src_swap(c.src_swap as u32);
+                p.set_qword(field::CL_SRC_LO, c.src);
+                p.set_qword(field::CL_DST_LO, c.dst1);
+                p.set_qword(field::CLB_DST2_LO, c.dst2);
             }
             Repr::WriteUntiled { dst, data, swap } => {
                 p.set_qword(field::WU_DST_LO, *dst);
@@ -531,6 +723,15 @@ impl<'a> Repr<'a> {
                 p.set_qword(field::AT_SRC_LO, a.src);
                 p.set_qword(field::AT_CMP_LO, a.cmp);
                 p.set_atomic_loop_interval(a.loop_interval as u32);
+            }
+            Repr::Gcr(g) => {
+                p.set_gcr_base_lo((g.base_va >> 7) as u32);
+                p.set_gcr_base_hi((g.base_va >> 32) as u32);
+                p.set_gcr_control_lo(g.control);
+                p.set_gcr_control_hi(g.control >> 16);
+                p.set_gcr_limit_lo((g.limit_va >> 7) as u32);
+                p.set_gcr_limit_hi((g.limit_va >> 32) as u32);
+                p.set_gcr_vmid(g.vmid as u32);
             }
         }
         Ok(())
