@@ -48,7 +48,13 @@ struct Fx {
 }
 
 fn setup() -> Fx {
-    let m = Model::new(ModelConfig::catalogue("mi210")).unwrap();
+    setup_on("mi210")
+}
+
+/// The fixture on a catalogue system's first GPU (mi210: gfx90a, mi25: gfx900, rx7900xtx:
+/// gfx1100, mi300x: gfx942).
+fn setup_on(system: &str) -> Fx {
+    let m = Model::new(ModelConfig::catalogue(system)).unwrap();
     let n = m.gpus().len();
     let (_, renders) = acquire(&m, n);
     let g = m.gpus()[0].gpu_id;
@@ -841,3 +847,169 @@ fn sdma_atomic_cmpswap_inc_dec() {
     assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle);
     assert_eq!(f.u64(lock), 1);
 }
+
+/// The SDMA packets of one `hsa_amd_memory_async_copy` as ROCr's BlitSdma::SubmitCommand
+/// builds them (HDP flush, on gfx10+ GCR invalidate, the copy, on gfx10+ GCR writeback, the
+/// completion signal's atomic decrement) followed by a FENCE the test waits for.
+fn rocr_copy(f: &Fx, gcr: bool, src: u64, dst: u64, bytes: u32, fence: u64) -> Ring {
+    let mut r = Ring::new(EngineKind::Sdma, RING, 4096, RPTR);
+    // ROCr's hdp_flush_cmd, word for word: {0x8, 0, 0x80000000, 0, 0, 0} (sdma_registers.h).
+    // 0x8: op 8 POLL_REGMEM, sub-op 0, HDP_FLUSH bit 0, FUNC 0 (always), MEM_POLL 0 (register
+    // space); dword 1 = 0, the polled register; dword 2 = 0x80000000, the register-write field
+    // with only bit 31 set (the microcode's own flush, no register named); value, mask,
+    // interval and retry count 0. The model completes the flush at once and the "always"
+    // compare passes.
+    let hdp: Vec<u8> = [0x8u32, 0, 0x8000_0000, 0, 0, 0].iter().flat_map(|d| d.to_le_bytes()).collect();
+    assert_eq!(hdp, sdmab(sdma::Repr::PollRegmem(sdma::PollRegmem::ROCR_HDP_FLUSH)));
+    r.push(f, &hdp);
+    let g = |inv| sdma::Gcr { user: true, base_va: 0, limit_va: 0, control: sdma::gcr::rocr(inv), vmid: 0 };
+    if gcr {
+        r.push(f, &sdmab(sdma::Repr::Gcr(g(true))));
+    }
+    r.push(f, &sdmab(sdma::Repr::copy_linear(src, dst, bytes)));
+    if gcr {
+        r.push(f, &sdmab(sdma::Repr::Gcr(g(false))));
+    }
+    let dec = sdma::Atomic { addr: SIG + 8, op: sdma::ATOMIC_ADD64, src: u64::MAX, cmp: 0, loop_: false, loop_interval: 0, tmz: false };
+    r.push(f, &sdmab(sdma::Repr::Atomic(dec)));
+    r.push(f, &sdmab(sdma::Repr::fence(fence, 0xf00d)));
+    r
+}
+
+/// hsa_amd_memory_async_copy's packet stream runs on every family: gfx9 (mi25 gfx900, mi210
+/// gfx90a, mi300x gfx942: HDP flush, copy) and gfx11 (rx7900xtx: HDP flush, GCR, copy, GCR);
+/// the data arrives, the signal is decremented and the fence lands.
+#[test]
+fn sdma_rocr_copy_with_hdp_flush_and_gcr_on_every_family() {
+    for (system, gcr) in [("mi25", false), ("mi210", false), ("mi300x", false), ("rx7900xtx", true)] {
+        let f = setup_on(system);
+        let src: Vec<u8> = (0..256u32).map(|i| (i * 7 + 1) as u8).collect();
+        f.put(DATA, &src);
+        f.put(SIG + 8, &1u64.to_le_bytes());
+        let r = rocr_copy(&f, gcr, DATA, DATA + 0x1000, 256, DATA + 0x2000);
+        let mut p = RingProgress::default();
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle, "{system}: {:?}", p.error);
+        assert_eq!(p.error, None);
+        assert_eq!(f.get(DATA + 0x1000, 256), src, "{system}: copied");
+        assert_eq!(f.u64(SIG + 8), 0, "{system}: signal decremented");
+        assert_eq!(f.u32(DATA + 0x2000), 0xf00d, "{system}: fence landed");
+        assert_eq!(f.u64(RPTR), r.w, "{system}: every packet consumed");
+    }
+}
+
+/// GCR alone (ROCr's invalidate form, and amdgpu's GCR_REQ with a range) is a no-op on gfx11
+/// and the fence behind it lands; on gfx9 (SDMA 4) opcode 17 is not a packet; a GCR over a
+/// physical range or for another VMID is refused.
+#[test]
+fn sdma_gcr_is_a_no_op_on_gfx10_plus_only() {
+    let f = setup_on("rx7900xtx");
+    let mut r = Ring::new(EngineKind::Sdma, RING, 4096, RPTR);
+    let inv = sdma::Gcr { user: true, base_va: 0, limit_va: 0, control: sdma::gcr::rocr(true), vmid: 0 };
+    r.push(&f, &sdmab(sdma::Repr::Gcr(inv)));
+    let ranged = sdma::Gcr {
+        user: false,
+        base_va: DATA,
+        limit_va: DATA + 0x1000,
+        control: sdma::gcr::GL2_WB | 2 << sdma::gcr::GL2_RANGE_SHIFT,
+        vmid: 0,
+    };
+    r.push(&f, &sdmab(sdma::Repr::Gcr(ranged)));
+    r.push(&f, &sdmab(sdma::Repr::fence(DATA + 0x40, 0x6c6c)));
+    let mut p = RingProgress::default();
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle, "{:?}", p.error);
+    assert_eq!(f.u32(DATA + 0x40), 0x6c6c);
+    assert_eq!(f.u64(RPTR), r.w);
+    for (i, bad) in [sdma::Gcr { control: sdma::gcr::RANGE_IS_PA, ..inv }, sdma::Gcr { vmid: 3, ..inv }].into_iter().enumerate() {
+        let mut r = Ring::new(EngineKind::Sdma, RING + 0x8000 + 0x1000 * i as u64, 4096, 0);
+        r.push(&f, &sdmab(sdma::Repr::Gcr(bad)));
+        let mut p = RingProgress::default();
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped);
+        assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, .. })), "{:?}", p.error);
+    }
+    for system in ["mi25", "mi210", "mi300x"] {
+        let f = setup_on(system);
+        let mut r = Ring::new(EngineKind::Sdma, RING, 4096, 0);
+        r.push(&f, &sdmab(sdma::Repr::Gcr(inv)));
+        let mut p = RingProgress::default();
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped, "{system}");
+        assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what }) if what.contains("GCR")), "{system}: {:?}", p.error);
+    }
+}
+
+/// Register-mode POLL_REGMEM other than ROCr's HDP flush stops the queue with a reason: the
+/// model maps no registers (amdgpu's own HDP flush names the NBIO request/done registers).
+#[test]
+fn sdma_other_register_polls_are_refused() {
+    let f = setup();
+    let kernel_form = sdma::PollRegmem {
+        addr: 0x1234 << 2 | (0x1235u64 << 2) << 32,
+        value: 1 << 10,
+        mask: 1 << 10,
+        func: CompareFunction::Equal,
+        mem_poll: false,
+        hdp_flush: true,
+        interval: 10,
+        retry_count: 0xfff,
+    };
+    let other_register = sdma::PollRegmem { addr: 0x40, hdp_flush: false, func: CompareFunction::Always, ..kernel_form };
+    let hdp_with_bit = sdma::PollRegmem { hdp_flush: true, ..sdma::PollRegmem::ROCR_HDP_FLUSH };
+    for (i, pr) in [kernel_form, other_register, hdp_with_bit].into_iter().enumerate() {
+        let mut r = Ring::new(EngineKind::Sdma, RING + 0x8000 + 0x1000 * i as u64, 4096, 0);
+        r.push(&f, &sdmab(sdma::Repr::PollRegmem(pr)));
+        let mut p = RingProgress::default();
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped, "case {i}");
+        assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what }) if what.contains("registers")), "case {i}: {:?}", p.error);
+    }
+}
+
+/// COPY_LINEAR's broadcast form (9 dwords) writes both destinations and the packets behind it
+/// are read at the right place: the fence lands.
+#[test]
+fn sdma_broadcast_copy_writes_both_destinations() {
+    let f = setup();
+    let src: Vec<u8> = (0..200u32).map(|i| (i ^ 0x5a) as u8).collect();
+    f.put(DATA, &src);
+    let mut r = Ring::new(EngineKind::Sdma, RING, 4096, RPTR);
+    let b = sdma::CopyBroadcast {
+        src: DATA,
+        dst1: DATA + 0x1000,
+        dst2: DATA + 0x2000,
+        count: 200,
+        src_swap: 0,
+        dst1_swap: 0,
+        dst2_swap: 0,
+        tmz: false,
+    };
+    let pkt = sdmab(sdma::Repr::CopyBroadcast(b));
+    assert_eq!(pkt.len(), 36, "9 dwords");
+    r.push(&f, &pkt);
+    r.push(&f, &sdmab(sdma::Repr::fence(DATA + 0x3000, 0xb0b)));
+    let mut p = RingProgress::default();
+    assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle, "{:?}", p.error);
+    assert_eq!(f.get(DATA + 0x1000, 200), src);
+    assert_eq!(f.get(DATA + 0x2000, 200), src);
+    assert_eq!(f.get(DATA + 0x1000 + 200, 4), vec![0; 4], "the copy stops at its count");
+    assert_eq!(f.u32(DATA + 0x3000), 0xb0b);
+    assert_eq!(f.u64(RPTR), r.w);
+}
+
+/// The COPY_LINEAR count is 30 bits where ROCr uses count_ext (gfx90a, gfx11) and 22 bits on
+/// the other gfx9 parts: a count over 4 MiB there is refused, not truncated.
+#[test]
+fn sdma_wide_copy_counts_per_family() {
+    for (system, wide) in [("mi25", false), ("mi300x", false), ("mi210", true), ("rx7900xtx", true)] {
+        let f = setup_on(system);
+        let mut r = Ring::new(EngineKind::Sdma, RING, 4096, 0);
+        // 4 MiB + 4 bytes from an unmapped hole: a wide engine faults on the read, a narrow one
+        // refuses the packet first.
+        r.push(&f, &sdmab(sdma::Repr::copy_linear(HOLE, DATA, (1 << 22) + 4)));
+        let mut p = RingProgress::default();
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped, "{system}");
+        if wide {
+            assert!(matches!(p.error, Some(QueueError::Fault(_))), "{system}: {:?}", p.error);
+        } else {
+            assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what }) if what.contains("22 bits")), "{system}: {:?}", p.error);
+        }
+    }
+}
+

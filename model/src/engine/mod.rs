@@ -178,6 +178,11 @@ impl Exec<'_> {
         self.ring.gpu_id
     }
 
+    /// The GPU's gfx version (major, minor, stepping); (0, 0, 0) for an unknown gpu_id.
+    pub fn gfx_version(&self) -> (u32, u32, u32) {
+        self.m.gpus.iter().find(|g| g.gpu_id == self.ring.gpu_id).map_or((0, 0, 0), |g| g.gfx_version)
+    }
+
     pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), Halt> {
         Ok(self.m.gpu_read(self.ring.gpu_id, va, buf)?)
     }

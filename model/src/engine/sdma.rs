@@ -1,5 +1,5 @@
-//! The SDMA engine (SDMA v4 packet semantics, sdma_v4_0.c / kfdtest's SDMAPacket.cpp):
-//! positions count bytes.
+//! The SDMA engine (SDMA v4 packet semantics, sdma_v4_0.c / kfdtest's SDMAPacket.cpp; the
+//! SDMA 5/6 differences ROCr relies on: GCR and the 30-bit copy count): positions count bytes.
 
 use super::{bad, compare, kernels, Exec, Halt, RingProgress, RunEnd};
 use crate::gpu::AtomicOp;
@@ -9,6 +9,21 @@ use std::sync::atomic::Ordering;
 
 /// The SDMA trap interrupt delivers 28 bits of context id (kfd_int_process_v9.c).
 const TRAP_CONTEXT_BITS: u32 = 28;
+
+/// What the GPU's SDMA generation accepts where generations differ.
+#[derive(Clone, Copy, Debug)]
+struct Generation {
+    /// GCR (op 17): SDMA 5 and later, gfx10+.
+    gcr: bool,
+    /// Largest COPY_LINEAR count: 30 bits where ROCr uses `count_ext` (gfx90a, gfx10.3+,
+    /// gfx11+: amd_gpu_agent.cpp CreateBlitSdma), else 22 bits.
+    max_copy: u32,
+}
+
+fn generation(gfx: (u32, u32, u32)) -> Generation {
+    let wide = matches!(gfx, (9, 0, 10)) || gfx >= (10, 3, 0);
+    Generation { gcr: gfx.0 >= 10, max_copy: if wide { sdma::MAX_LINEAR_BYTES_WIDE } else { sdma::MAX_LINEAR_BYTES } }
+}
 
 pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<RunEnd, Halt> {
     let mut buf = Vec::new();
@@ -45,6 +60,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
 }
 
 fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
+    let gen = generation(x.gfx_version());
     let pkt = sdma::Packet::new_checked(bytes).map_err(|_| bad(at, "truncated SDMA packet"))?;
     let repr = Repr::parse(&pkt).map_err(|e| {
         bad(
@@ -61,7 +77,21 @@ fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
             if c.src_swap != 0 || c.dst_swap != 0 {
                 return Err(bad(at, "SDMA endian swap not modelled"));
             }
+            if c.count > gen.max_copy {
+                return Err(bad(at, "COPY_LINEAR count wider than this GPU's SDMA takes (22 bits)"));
+            }
             kernels::copy(x, c.dst, c.src, u64::from(c.count))?;
+        }
+        // The broadcast form: the same source bytes to two destinations, in order.
+        Repr::CopyBroadcast(c) => {
+            if c.src_swap != 0 || c.dst1_swap != 0 || c.dst2_swap != 0 {
+                return Err(bad(at, "SDMA endian swap not modelled"));
+            }
+            if c.count > gen.max_copy {
+                return Err(bad(at, "COPY_LINEAR count wider than this GPU's SDMA takes (22 bits)"));
+            }
+            kernels::copy(x, c.dst1, c.src, u64::from(c.count))?;
+            kernels::copy(x, c.dst2, c.src, u64::from(c.count))?;
         }
         Repr::WriteUntiled { dst, data, swap } => {
             if swap != 0 {
@@ -76,10 +106,8 @@ fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
         // The fence: a release store, after everything before it.
         Repr::Fence { addr, data, .. } => x.store(addr, data, Ordering::Release)?,
         Repr::Trap { int_context } => x.interrupt(int_context, TRAP_CONTEXT_BITS),
+        Repr::PollRegmem(pr) if !pr.mem_poll => register_poll(&pr, at)?,
         Repr::PollRegmem(pr) => {
-            if !pr.mem_poll {
-                return Err(bad(at, "POLL_REGMEM on registers not modelled"));
-            }
             let v: u32 = x.load(pr.addr, Ordering::Acquire)?;
             if !compare(pr.func, v & pr.mask, pr.value) {
                 return Err(Halt::Blocked);
@@ -94,6 +122,38 @@ fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
         }
         Repr::Timestamp(Timestamp::GetLocal(a) | Timestamp::GetGlobal(a)) => x.store(a, x.clock(), Ordering::Release)?,
         Repr::Atomic(a) => atomic(x, &a, at)?,
+        Repr::Gcr(g) => {
+            if !gen.gcr {
+                return Err(bad(at, "SDMA GCR on a gfx9 GPU (SDMA 4 has no GCR)"));
+            }
+            if g.control & sdma::gcr::RANGE_IS_PA != 0 {
+                return Err(bad(at, "SDMA GCR over a physical range (no physical addresses in a user queue)"));
+            }
+            if g.vmid != 0 {
+                return Err(bad(at, "SDMA GCR for another VMID"));
+            }
+            // Invalidate / write back: nothing to do, the model's memory has no GPU caches.
+        }
+    }
+    Ok(())
+}
+
+/// POLL_REGMEM in register mode. The only registers an SDMA user queue reaches this way are
+/// the HDP flush pair: a write to the flush request register completes at once (the model's
+/// memory is coherent, HDP holds nothing), so the done register then shows every bit the write
+/// asked for. ROCr's HDP flush ([`sdma::PollRegmem::ROCR_HDP_FLUSH`]) asks the microcode for
+/// the flush without naming registers and compares with "always"; it completes. Any other
+/// register poll (amdgpu's own form names the NBIO request/done registers, which the model does
+/// not map) is refused.
+fn register_poll(pr: &sdma::PollRegmem, at: u64) -> Result<(), Halt> {
+    let rocr = sdma::PollRegmem::ROCR_HDP_FLUSH;
+    if pr.hdp_flush || pr.request_register() != rocr.request_register() || pr.poll_register() != rocr.poll_register() {
+        return Err(bad(at, "POLL_REGMEM on registers other than the HDP flush not modelled"));
+    }
+    // The flush requested the bits in `value`; the done register reads them back at once.
+    let done = pr.value;
+    if !compare(pr.func, done & pr.mask, pr.value) {
+        return Err(bad(at, "HDP flush POLL_REGMEM whose compare can never succeed"));
     }
     Ok(())
 }
