@@ -95,8 +95,22 @@ fn indirect_buffer_matches_hand_assembled_words() {
 
 #[test]
 fn acquire_mem_matches_hand_assembled_words() {
-    let a = AcquireMem { coher_cntl: 0x28c0_0000, coher_size: 0xff_ffff_ffff, coher_base: 0x12_3456_789a_bcde, poll_interval: 10 };
+    let a = AcquireMem {
+        coher_cntl: 0x28c0_0000,
+        coher_size: 0xff_ffff_ffff,
+        coher_base: 0x12_3456_789a_bcde,
+        poll_interval: 10,
+        gcr_cntl: None,
+    };
     check(Repr::compute(Command::AcquireMem(a)), &[hdr(0x58, 5), 0x28c0_0000, 0xffff_ffff, 0xff, 0x789a_bcde, 0x12_3456, 10]);
+    // The gfx10+ form (nvd.h), as ROCr's InvalidateCodeCaches builds it for the whole address
+    // space: 8 dwords (count 6), COHER_CNTL 0, size 0xFFFFFFFF / 0xFF, GCR_CNTL in dword 7 with
+    // GLI_INV(1) | GLK_INV (bit 7) | GLV_INV (8) | GL1_INV (9) | GL2_INV (14).
+    let gcr = 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 14;
+    let a = AcquireMem { coher_cntl: 0, coher_size: 0xff_ffff_ffff, coher_base: 0, poll_interval: 0, gcr_cntl: Some(gcr) };
+    check(Repr::compute(Command::AcquireMem(a)), &[hdr(0x58, 6), 0, 0xffff_ffff, 0xff, 0, 0, 0, gcr]);
+    let a = AcquireMem { gcr_cntl: Some(1 << 19), ..a };
+    assert_eq!(Repr::compute(Command::AcquireMem(a)).check(), Err(Error::BadField), "GCR_CNTL is 19 bits");
 }
 
 #[test]
@@ -193,7 +207,7 @@ fn malformed_pm4_packets_are_errors() {
         Err(Error::BadField)
     );
     // ACQUIRE_MEM: 40-bit size and 57-bit base (in 256-byte units).
-    let am = AcquireMem { coher_cntl: 0, coher_size: 1 << 40, coher_base: 0, poll_interval: 0 };
+    let am = AcquireMem { coher_cntl: 0, coher_size: 1 << 40, coher_base: 0, poll_interval: 0, gcr_cntl: None };
     assert_eq!(Repr::compute(Command::AcquireMem(am)).check(), Err(Error::BadField));
     let am = AcquireMem { coher_size: 0, coher_base: (1 << 57) - 1, ..am };
     assert_eq!(Repr::compute(Command::AcquireMem(am)).check(), Ok(()));

@@ -1013,3 +1013,23 @@ fn sdma_wide_copy_counts_per_family() {
     }
 }
 
+/// ACQUIRE_MEM as ROCr's InvalidateCodeCaches sends it through the utility queue's PM4-IB:
+/// the gfx9 form (7 dwords, COHER_CNTL) on mi210, the gfx10+ form (8 dwords, GCR_CNTL) on
+/// rx7900xtx; each generation refuses the other's form. The WRITE_DATA behind it lands.
+#[test]
+fn pm4_acquire_mem_per_family() {
+    let gfx9 = pm4::AcquireMem { coher_cntl: 0x28c0_0000, coher_size: 0xff_ffff_ffff, coher_base: 0, poll_interval: 0, gcr_cntl: None };
+    let gfx10 = pm4::AcquireMem { coher_cntl: 0, gcr_cntl: Some(1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 14), ..gfx9 };
+    for (system, good, other) in [("mi210", gfx9, gfx10), ("rx7900xtx", gfx10, gfx9)] {
+        let f = setup_on(system);
+        let mut r = Ring::new(EngineKind::Pm4, RING, 4096, RPTR);
+        r.push(&f, &pm4b(Command::AcquireMem(good)));
+        r.push(&f, &pm4b(Command::WriteData(WriteData::memory(DATA, (&[0x5151u32]).into()))));
+        let mut p = RingProgress::default();
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Idle, "{system}: {:?}", p.error);
+        assert_eq!(f.u32(DATA), 0x5151, "{system}");
+        r.push(&f, &pm4b(Command::AcquireMem(other)));
+        assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped, "{system}");
+        assert!(matches!(p.error, Some(QueueError::BadPacket { what, .. }) if what.contains("ACQUIRE_MEM")), "{system}: {:?}", p.error);
+    }
+}

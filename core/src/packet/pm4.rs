@@ -84,6 +84,8 @@ mod field {
     pub const AM_COHER_BASE_LO: Bits = dword(4);
     pub const AM_COHER_BASE_HI: Bits = bits(5, 0, 24);
     pub const AM_POLL_INTERVAL: Bits = bits(6, 0, 15);
+    /// gfx10+ form only (nvd.h): GCR_CNTL in dword 7.
+    pub const AM_GCR_CNTL: Bits = bits(7, 0, 18);
 
     // SET_SH_REG
     pub const SH_REG_OFFSET: Bits = bits(1, 0, 15);
@@ -236,6 +238,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         acquire_mem_coher_base_lo, set_acquire_mem_coher_base_lo: field::AM_COHER_BASE_LO;
         acquire_mem_coher_base_hi, set_acquire_mem_coher_base_hi: field::AM_COHER_BASE_HI;
         acquire_mem_poll_interval, set_acquire_mem_poll_interval: field::AM_POLL_INTERVAL;
+        acquire_mem_gcr_cntl, set_acquire_mem_gcr_cntl: field::AM_GCR_CNTL;
 
         set_sh_reg_offset, set_set_sh_reg_offset: field::SH_REG_OFFSET;
 
@@ -422,7 +425,9 @@ impl IndirectBuffer {
     }
 }
 
-/// ACQUIRE_MEM: make a range coherent (gfx9 form, 7 dwords).
+/// ACQUIRE_MEM: make a range coherent. The gfx9 form (soc15d.h) is 7 dwords with the cache
+/// actions in COHER_CNTL; the gfx10+ form (nvd.h) is 8 dwords, COHER_CNTL unused and the cache
+/// actions in GCR_CNTL (dword 7), as ROCr's `InvalidateCodeCaches` sends it on gfx10+.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AcquireMem {
     pub coher_cntl: u32,
@@ -431,6 +436,8 @@ pub struct AcquireMem {
     /// 57 bits, in 256-byte units.
     pub coher_base: u64,
     pub poll_interval: u16,
+    /// The gfx10+ form's GCR_CNTL (19 bits); `None`: the gfx9 form.
+    pub gcr_cntl: Option<u32>,
 }
 
 /// SET_SH_REG: write `values` to consecutive SH registers from `SH_REG_BASE + reg_offset`.
@@ -527,7 +534,7 @@ impl<'a> Repr<'a> {
             Command::ReleaseMem(_) => 8,
             Command::WaitRegMem(_) => 7,
             Command::IndirectBuffer(_) => 4,
-            Command::AcquireMem(_) => 7,
+            Command::AcquireMem(a) => 7 + a.gcr_cntl.is_some() as usize,
             Command::SetShReg(s) => 2 + s.values.len(),
             Command::DispatchDirect(_) => 5,
             Command::EventWrite(e) => {
@@ -590,7 +597,9 @@ impl<'a> Repr<'a> {
                     && fits(field::IB_VMID, ib.vmid as u32)
                     && fits(field::IB_CACHE_POLICY, ib.cache_policy as u32)
             }
-            Command::AcquireMem(a) => a.coher_size >> 40 == 0 && a.coher_base >> 57 == 0,
+            Command::AcquireMem(a) => {
+                a.coher_size >> 40 == 0 && a.coher_base >> 57 == 0 && a.gcr_cntl.is_none_or(|g| fits(field::AM_GCR_CNTL, g))
+            }
             Command::SetShReg(s) => !s.values.is_empty() && s.values.len() <= 0x3fff,
             Command::DispatchDirect(_) => true,
             Command::EventWrite(e) => {
@@ -680,8 +689,11 @@ impl<'a> Repr<'a> {
                 })
             }
             opcode::ACQUIRE_MEM => {
-                fixed(5)?;
+                if count != 5 && count != 6 {
+                    return Err(Error::BadLength);
+                }
                 Command::AcquireMem(AcquireMem {
+                    gcr_cntl: (count == 6).then(|| p.acquire_mem_gcr_cntl()),
                     coher_cntl: p.acquire_mem_coher_cntl(),
                     coher_size: p.acquire_mem_coher_size() as u64 | (p.acquire_mem_coher_size_hi() as u64) << 32,
                     coher_base: p.acquire_mem_coher_base_lo() as u64 | (p.acquire_mem_coher_base_hi() as u64) << 32,
@@ -796,6 +808,9 @@ impl<'a> Repr<'a> {
                 p.set_acquire_mem_coher_base_lo(a.coher_base as u32);
                 p.set_acquire_mem_coher_base_hi((a.coher_base >> 32) as u32);
                 p.set_acquire_mem_poll_interval(a.poll_interval as u32);
+                if let Some(g) = a.gcr_cntl {
+                    p.set_acquire_mem_gcr_cntl(g);
+                }
             }
             Command::SetShReg(s) => {
                 p.set_set_sh_reg_offset(s.reg_offset as u32);

@@ -136,7 +136,14 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
         )
     })?;
     match repr.command {
-        Command::Nop { .. } | Command::AcquireMem(_) | Command::EventWrite(_) => {}
+        Command::Nop { .. } | Command::EventWrite(_) => {}
+        // No caches to act on; the form must be the GPU's (gfx9: 7 dwords, gfx10+: 8 with
+        // GCR_CNTL).
+        Command::AcquireMem(a) => {
+            if a.gcr_cntl.is_some() != (x.gfx_version().0 >= 10) {
+                return Err(bad(at, "ACQUIRE_MEM form of another GPU generation"));
+            }
+        }
         Command::WriteData(w) => {
             if !memory_dst(w.dst_sel) {
                 return Err(bad(at, "WRITE_DATA destination not modelled (registers, GDS)"));
