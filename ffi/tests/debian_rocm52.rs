@@ -351,6 +351,43 @@ fn hsa_program_on(model: &str) {
     assert!(has("OK"), "{what}: no OK\n{out}");
 }
 
+/// ROCm 5.2's `hsa_amd_memory_async_copy` with its default settings: each copy begins with the
+/// SDMA HDP flush, then host -> GPU 0 -> last GPU -> host, the data checked.
+fn async_copies_on(model: &str) {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = EXE.get_or_init(|| {
+        let s = setup();
+        let out = s.work.join("hsa_async_copy");
+        let src = Path::new(MANIFEST).join("tests/c/hsa_async_copy.c");
+        let o = Command::new("cc")
+            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .arg("-lhsa-runtime64")
+            .output()
+            .expect("run cc");
+        assert!(o.status.success(), "cc {} failed:\n{}", src.display(), show(&o));
+        out
+    });
+    let e = expect(model);
+    let o = run_client(model, &[exe.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "async copies on {model} failed:\n{}", show(&o));
+    let want = format!("copies OK: host->gpu0->gpu{}->host, 1048576 bytes, {} GPUs", e.gpus - 1, e.gpus);
+    assert!(out.lines().any(|l| l == want), "async copies on {model}: want {want:?}\n{out}");
+}
+
+#[test]
+fn async_copies_on_mi25_gfx900() {
+    async_copies_on("mi25");
+}
+
+#[test]
+fn async_copies_on_mi210_gfx90a() {
+    async_copies_on("mi210");
+}
+
 #[test]
 fn hsa_program_on_mi25_gfx900() {
     hsa_program_on("mi25");
