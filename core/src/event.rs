@@ -20,6 +20,7 @@
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
+pub use crate::abi::EventData;
 use crate::context::Context;
 use crate::port::{ioctl_plain, Kfd};
 use crate::status::{KmtResult, Status};
@@ -28,7 +29,7 @@ use core::alloc::Layout;
 use core::mem::{offset_of, size_of};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+use zerocopy::FromZeros;
 
 /// Slots of the event page (KFD_SIGNAL_EVENT_LIMIT).
 pub const EVENT_PAGE_SLOTS: u64 = KFD_SIGNAL_EVENT_LIMIT as u64;
@@ -40,38 +41,6 @@ const EVENT_PAGE_BYTES: u64 = EVENT_PAGE_SLOTS * 8;
 /// x86-64). The thunk refuses larger waits before it allocates anything (NO_MEMORY, what
 /// upstream's calloc of the event-data array answers for such counts).
 pub const MAX_WAIT_EVENTS: usize = (4 << 20) / 56;
-
-/// `struct kfd_event_data` as plain words (the header's union is 32 bytes of payload):
-/// the array WAIT_EVENTS reads and writes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
-pub struct EventData {
-    /// `last_event_age` (signal events), or memory- / HW-exception data.
-    pub payload: [u64; 4],
-    pub ext: u64,
-    pub event_id: u32,
-    pub pad: u32,
-}
-
-const _: () = assert!(size_of::<EventData>() == size_of::<kfd_event_data>());
-const _: () = assert!(offset_of!(kfd_event_data, event_id) == offset_of!(EventData, event_id));
-const _: () = assert!(size_of::<HsaEvent>() == 4 * EVENT_WORDS);
-
-impl EventData {
-    /// A wait entry for `event_id`, with the caller's last seen age (0: none).
-    pub fn new(event_id: u32, last_event_age: u64) -> EventData {
-        EventData { payload: [last_event_age, 0, 0, 0], ext: 0, event_id, pad: 0 }
-    }
-    pub fn last_event_age(&self) -> u64 {
-        self.payload[0]
-    }
-    fn memory_exception(&self) -> kfd_hsa_memory_exception_data {
-        kfd_hsa_memory_exception_data::read_from_prefix(self.payload.as_bytes()).map_or_else(|_| FromZeros::new_zeroed(), |(d, _)| d)
-    }
-    fn hw_exception(&self) -> kfd_hsa_hw_exception_data {
-        kfd_hsa_hw_exception_data::read_from_prefix(self.payload.as_bytes()).map_or_else(|_| FromZeros::new_zeroed(), |(d, _)| d)
-    }
-}
 
 // Byte offsets inside `HsaEvent`.
 const OFF_DATA: usize = offset_of!(HsaEvent, EventData);
@@ -93,6 +62,7 @@ const OFF_HWX_CAUSE: usize = OFF_UNION + offset_of!(HsaHwException, ResetCause);
 
 /// The words of one `HsaEvent` (HsaEvent is packed(4), so every field is word-aligned).
 const EVENT_WORDS: usize = 12;
+const _: () = assert!(size_of::<HsaEvent>() == 4 * EVENT_WORDS);
 
 /// One `HsaEvent` in memory shared with C.
 ///

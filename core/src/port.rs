@@ -4,7 +4,7 @@
 //! files; it never performs I/O of its own.
 
 use crate::abi::kfd::{kfd_ioctl_wait_events_args, AMDKFD_IOC_WAIT_EVENTS};
-use crate::event::EventData;
+use crate::abi::EventData;
 use crate::status::Errno;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
@@ -132,7 +132,7 @@ pub trait Kfd: Send + Sync {
         a.timeout = timeout_ms;
         // SAFETY: `events_ptr` / `num_events` describe `data`, exclusively borrowed for the
         // call, which WAIT_EVENTS reads and writes as `kfd_event_data` (same layout as
-        // `EventData`, checked in event.rs); nothing is handed to a GPU.
+        // `EventData`, checked in abi/event_data.rs); nothing is handed to a GPU.
         unsafe { self.ioctl(AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes()) }?;
         Ok(a.wait_result)
     }

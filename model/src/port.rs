@@ -73,7 +73,7 @@ impl Kfd for Model {
         guard(|| self.ioctl_arg(request, Arg::Slice(arg)).map_err(Errno))
     }
 
-    fn wait_events(&self, data: &mut [hsakmt_core::event::EventData], wait_all: bool, timeout_ms: u32) -> Result<u32, Errno> {
+    fn wait_events(&self, data: &mut [hsakmt_core::abi::EventData], wait_all: bool, timeout_ms: u32) -> Result<u32, Errno> {
         use zerocopy::IntoBytes;
         guard(|| self.wait_events_in_process(data.as_mut_bytes(), wait_all, timeout_ms).map_err(Errno))
     }

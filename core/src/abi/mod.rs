@@ -3,6 +3,7 @@
 //! row against the compiler-computed tables in `tests/data` by `tests/abi_tables.rs`.
 
 mod accessors;
+mod event_data;
 pub mod generation;
 #[path = "gen_hsakmt.rs"]
 pub mod hsakmt;
@@ -10,3 +11,5 @@ pub mod ioc;
 #[path = "gen_kfd.rs"]
 pub mod kfd;
 pub mod model;
+
+pub use event_data::EventData;

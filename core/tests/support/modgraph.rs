@@ -462,7 +462,8 @@ fn sccs(graph: &Graph) -> Vec<Vec<String>> {
             s.out.push(comp);
         }
     }
-    let mut s = St { g: graph, index: BTreeMap::new(), low: BTreeMap::new(), on: BTreeSet::new(), stack: Vec::new(), next: 0, out: Vec::new() };
+    let mut s =
+        St { g: graph, index: BTreeMap::new(), low: BTreeMap::new(), on: BTreeSet::new(), stack: Vec::new(), next: 0, out: Vec::new() };
     for v in graph.keys() {
         if !s.index.contains_key(v.as_str()) {
             visit(&mut s, v);
