@@ -7,6 +7,7 @@ use crate::abi::kfd::*;
 use crate::memory::{Memory, MemoryConfig};
 use crate::port::{ioctl_plain, ioctl_typed, Backend, Kfd};
 use crate::status::{Errno, KmtResult, Status};
+use crate::svm::Svm;
 use crate::topology::{self, Topology, TopologyConfig, TopologyError};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -147,6 +148,40 @@ impl Context {
     /// `hsakmt_is_svm_api_supported`) and the KFD is 1.5 or later (hsaKmtSVMSetAttr's check).
     pub(crate) fn svm_api_supported(&self) -> bool {
         self.minor_at_least(crate::svm::SVM_MIN_MINOR) && self.acquired.as_ref().is_some_and(|a| a.memory.svm_api())
+    }
+
+    /// The SVM service over this open (`svm.rs`).
+    fn svm(&self) -> Svm<'_> {
+        Svm { kfd: &*self.kfd, kfd_minor: self.version.KernelInterfaceMinorVersion, topology: self.topology() }
+    }
+
+    /// The checks of SVMSetAttr / SVMGetAttr before the attributes are read ([`Svm::precheck`]).
+    pub fn svm_precheck(&self, start: u64, size: u64, nattr: usize) -> KmtResult<()> {
+        self.svm().precheck(start, size, nattr)
+    }
+
+    /// hsaKmtSVMSetAttr ([`Svm::set_attr`]).
+    ///
+    /// # Safety
+    /// As [`Svm::set_attr`].
+    pub unsafe fn svm_set_attr(&self, start: u64, size: u64, attrs: &[HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
+        // SAFETY: this function's contract, passed on.
+        unsafe { self.svm().set_attr(start, size, attrs) }
+    }
+
+    /// hsaKmtSVMGetAttr ([`Svm::get_attr`]).
+    pub fn svm_get_attr(&self, start: u64, size: u64, attrs: &mut [HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
+        self.svm().get_attr(start, size, attrs)
+    }
+
+    /// hsaKmtSetXNACKMode: 0 off, anything else on (a negative value only queries).
+    pub fn set_xnack_mode(&self, enable: i32) -> KmtResult<()> {
+        self.svm().set_xnack_mode(enable)
+    }
+
+    /// hsaKmtGetXNACKMode: 1 on, 0 off.
+    pub fn xnack_mode(&self) -> KmtResult<i32> {
+        self.svm().xnack_mode()
     }
 
     pub(crate) fn minor_at_least(&self, minor: u32) -> bool {

@@ -1,5 +1,6 @@
 //! Shared virtual memory attributes and the XNACK mode (upstream svm.c): hsaKmtSVMSetAttr,
-//! hsaKmtSVMGetAttr, hsaKmtSetXNACKMode, hsaKmtGetXNACKMode.
+//! hsaKmtSVMGetAttr, hsaKmtSetXNACKMode, hsaKmtGetXNACKMode. A service ([`Svm`]) over the port,
+//! the KFD version and the snapshot; `Context` and the queues (unified CWSR areas) use it.
 //!
 //! Upstream's rules: KFD 1.5 or later (else NOT_SUPPORTED); the start must be non-NULL and
 //! page-aligned and the size non-zero and page-aligned (INVALID_PARAMETER). Attribute values
@@ -23,8 +24,7 @@
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
-use crate::context::Context;
-use crate::port::ioctl_plain;
+use crate::port::{ioctl_plain, Kfd};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Topology;
 use alloc::vec::Vec;
@@ -91,9 +91,18 @@ fn check_range(start: u64, size: u64) -> KmtResult<()> {
     Ok(())
 }
 
-impl Context {
+/// The SVM service: what an SVM or XNACK call needs, and nothing else — the port, the KFD's
+/// minor version, and the snapshot (node ids ↔ gpu_ids; `None` before AcquireSystemProperties).
+#[derive(Clone, Copy)]
+pub struct Svm<'a> {
+    pub kfd: &'a dyn Kfd,
+    pub kfd_minor: u32,
+    pub topology: Option<&'a Topology>,
+}
+
+impl Svm<'_> {
     fn svm_supported(&self) -> KmtResult<()> {
-        if self.version().KernelInterfaceMinorVersion < SVM_MIN_MINOR {
+        if self.kfd_minor < SVM_MIN_MINOR {
             return Err(Status::NOT_SUPPORTED);
         }
         Ok(())
@@ -102,7 +111,7 @@ impl Context {
     /// The checks of SVMSetAttr / SVMGetAttr that come before the attributes are read, in
     /// upstream's order (KFD version, range), then the count ([`SVM_MAX_ATTRS`]): a caller
     /// checks a C array's length with this before it looks at the array.
-    pub fn svm_precheck(&self, start: u64, size: u64, nattr: usize) -> KmtResult<()> {
+    pub fn precheck(&self, start: u64, size: u64, nattr: usize) -> KmtResult<()> {
         self.svm_supported()?;
         check_range(start, size)?;
         if nattr > SVM_MAX_ATTRS {
@@ -115,8 +124,8 @@ impl Context {
     /// how many (the KFD copies header and attributes in one go).
     ///
     /// # Safety
-    /// For SET_ATTR, as [`Context::svm_set_attr`]; GET_ATTR only reads attributes.
-    unsafe fn svm_ioctl(&self, op: u32, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute]) -> KmtResult<()> {
+    /// For SET_ATTR, as [`Svm::set_attr`]; GET_ATTR only reads attributes.
+    unsafe fn ioctl(&self, op: u32, start: u64, size: u64, attrs: &mut [kfd_ioctl_svm_attribute]) -> KmtResult<()> {
         let bytes = HEADER + attrs.len() * ATTR;
         let mut buf = alloc::vec![0u8; bytes];
         let header = kfd_ioctl_svm_args { start_addr: start, size, op, nattr: attrs.len() as u32, attrs: [] };
@@ -128,7 +137,7 @@ impl Context {
         // SAFETY: `buf` is the header and `attrs.len()` attributes, the size `request` states
         // (the KFD reads and writes only that); a SET_ATTR range is the caller's to share with
         // the GPUs (this function's contract).
-        unsafe { self.kfd().ioctl(request, &mut buf) }.map_err(|_| Status::ERROR)?;
+        unsafe { self.kfd.ioctl(request, &mut buf) }.map_err(|_| Status::ERROR)?;
         for (chunk, a) in buf[HEADER..].chunks_exact(ATTR).zip(attrs.iter_mut()) {
             a.r#type = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             a.value = u32::from_ne_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]);
@@ -142,20 +151,20 @@ impl Context {
     /// Access attributes let GPUs read and write `[start, start + size)` (see
     /// [`crate::Kfd::ioctl`]): the range must be memory the caller lets them share for as long
     /// as the range keeps that access; no Rust reference to plain data may point into it.
-    pub unsafe fn svm_set_attr(&self, start: u64, size: u64, attrs: &[HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
-        self.svm_precheck(start, size, attrs.len())?;
-        let mut k = to_kfd(self.topology(), attrs, true)?;
+    pub unsafe fn set_attr(&self, start: u64, size: u64, attrs: &[HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
+        self.precheck(start, size, attrs.len())?;
+        let mut k = to_kfd(self.topology, attrs, true)?;
         // SAFETY: this function's contract, passed on.
-        unsafe { self.svm_ioctl(KFD_IOCTL_SVM_OP_SET_ATTR, start, size, &mut k) }
+        unsafe { self.ioctl(KFD_IOCTL_SVM_OP_SET_ATTR, start, size, &mut k) }
     }
 
     /// hsaKmtSVMGetAttr: `attrs` holds the questions and gets the answers (only on success).
-    pub fn svm_get_attr(&self, start: u64, size: u64, attrs: &mut [HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
-        self.svm_precheck(start, size, attrs.len())?;
-        let topo = self.topology();
+    pub fn get_attr(&self, start: u64, size: u64, attrs: &mut [HSA_SVM_ATTRIBUTE]) -> KmtResult<()> {
+        self.precheck(start, size, attrs.len())?;
+        let topo = self.topology;
         let mut k = to_kfd(topo, attrs, false)?;
         // SAFETY: GET_ATTR only reads the range's attributes; nothing is handed to a GPU.
-        unsafe { self.svm_ioctl(KFD_IOCTL_SVM_OP_GET_ATTR, start, size, &mut k) }?;
+        unsafe { self.ioctl(KFD_IOCTL_SVM_OP_GET_ATTR, start, size, &mut k) }?;
         let mut answers = Vec::with_capacity(k.len());
         for a in &k {
             let value = if is_location(a.r#type) || is_access(a.r#type) {
@@ -176,7 +185,7 @@ impl Context {
     fn xnack_ioctl(&self, value: i32) -> KmtResult<i32> {
         self.svm_supported()?;
         let mut a = kfd_ioctl_set_xnack_mode_args { xnack_enabled: value };
-        match ioctl_plain(self.kfd(), &mut a) {
+        match ioctl_plain(self.kfd, &mut a) {
             Ok(()) => Ok(a.xnack_enabled),
             // The KFD refuses XNACK on when a GPU of the process cannot retry page faults.
             Err(Errno(Errno::EPERM)) => Err(Status::NOT_SUPPORTED),
