@@ -4,8 +4,11 @@
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
+use crate::abi::EventData;
+use crate::event::{EventDesc, Events};
 use crate::memory::{Memory, MemoryConfig};
 use crate::port::{ioctl_plain, ioctl_typed, Backend, Kfd};
+use crate::queue::{CreatedQueue, QueueEnv, QueueInfo, QueueRequest, Queues};
 use crate::status::{Errno, KmtResult, Status};
 use crate::svm::Svm;
 use crate::topology::{self, Topology, TopologyConfig, TopologyError};
@@ -70,9 +73,9 @@ pub struct Context {
     /// file later, so a re-acquired snapshot must present the same fd (upstream caches them).
     render_fds: Vec<(u32, i32)>,
     /// Events (`event.rs`).
-    events: crate::event::Events,
+    events: Events,
     /// Queues (`queue.rs`).
-    pub(crate) queues: crate::queue::Queues,
+    queues: Queues,
 }
 
 fn zeroed<T: FromZeros>() -> T {
@@ -123,31 +126,163 @@ impl Context {
         self.kfd.clone()
     }
 
-    pub(crate) fn events(&self) -> &crate::event::Events {
-        &self.events
-    }
-
-    pub(crate) fn events_mut(&mut self) -> &mut crate::event::Events {
-        &mut self.events
-    }
-
-    pub(crate) fn topology_and_events_mut(&mut self) -> (Option<&Topology>, &mut crate::event::Events) {
-        (self.acquired.as_ref().map(|a| &a.topology), &mut self.events)
-    }
-
-    pub(crate) fn memory_kfd_handle(&self, addr: u64) -> Option<u64> {
-        self.acquired.as_ref()?.memory.kfd_handle(addr)
-    }
-
     /// Events alive in this context (tests and leak checks).
     pub fn live_events(&self) -> usize {
         self.events.len()
     }
 
-    /// The SVM API is there: every GPU node reports it (upstream's
-    /// `hsakmt_is_svm_api_supported`) and the KFD is 1.5 or later (hsaKmtSVMSetAttr's check).
-    pub(crate) fn svm_api_supported(&self) -> bool {
-        self.minor_at_least(crate::svm::SVM_MIN_MINOR) && self.acquired.as_ref().is_some_and(|a| a.memory.svm_api())
+    // ---- Events (`event.rs`): the service owns the events and the event page.
+
+    /// hsaKmtCreateEvent: returns the new `HsaEvent`'s address. Until the KFD has an event
+    /// page, the snapshot is taken first (a dGPU's first event allocates the page).
+    pub fn create_event(&mut self, desc: &EventDesc, manual_reset: bool, is_signaled: bool) -> KmtResult<usize> {
+        Events::check_desc(desc)?;
+        if !self.events.page_given() {
+            self.acquire_system_properties().map_err(|_| Status::ERROR)?;
+        }
+        let acquired = self.acquired.as_mut().map(|a| (&a.topology, &mut a.memory));
+        self.events.create(&*self.kfd, acquired, desc, manual_reset, is_signaled)
+    }
+
+    /// The KFD id of an event SetEvent / ResetEvent may change (not a system-defined one),
+    /// for callers that issue the ioctl with [`crate::event::set_reset`] after releasing their
+    /// lock.
+    pub fn event_signal_target(&self, ev: usize) -> KmtResult<u32> {
+        self.events.signal_target(ev)
+    }
+
+    /// hsaKmtDestroyEvent: a KFD refusal keeps the event (upstream).
+    pub fn destroy_event(&mut self, ev: usize) -> KmtResult<()> {
+        self.events.destroy(&*self.kfd, ev)
+    }
+
+    /// hsaKmtSetEvent: system-defined events cannot be set (ERROR). Allocates nothing.
+    pub fn set_event(&self, ev: usize) -> KmtResult<()> {
+        self.events.set_reset(&*self.kfd, ev, true)
+    }
+
+    /// hsaKmtResetEvent. Allocates nothing.
+    pub fn reset_event(&self, ev: usize) -> KmtResult<()> {
+        self.events.set_reset(&*self.kfd, ev, false)
+    }
+
+    /// hsaKmtQueryEventState: upstream only checks the event.
+    pub fn query_event_state(&self, ev: usize) -> KmtResult<()> {
+        self.events.query_state(ev)
+    }
+
+    /// The KFD id and type of a live event (for a wait).
+    pub fn event_wait_entry(&self, ev: usize) -> KmtResult<(u32, u32)> {
+        self.events.wait_entry(ev)
+    }
+
+    /// hsaKmtWaitOnMultipleEvents(_Ext) for a caller that owns the context for the whole wait
+    /// ([`Events::wait_on`]).
+    pub fn wait_on_events(&mut self, evs: &[usize], wait_all: bool, milliseconds: u32, ages: Option<&mut [u64]>) -> KmtResult<()> {
+        self.events.wait_on(&*self.kfd, self.topology(), evs, wait_all, milliseconds, ages)
+    }
+
+    /// After a successful wait: exception data into the `HsaEvent`s ([`Events::finish_wait`]).
+    pub fn finish_event_wait(&mut self, evs: impl IntoIterator<Item = usize>, data: &[EventData]) -> KmtResult<()> {
+        self.events.finish_wait(self.topology(), evs, data)
+    }
+
+    // ---- Queues (`queue.rs`): the service owns the queue table and the doorbell pages; it
+    // gets the port, the snapshot and the memory manager for each call.
+
+    /// The queue table and what the queue service needs for one call.
+    fn queues_env(&mut self) -> (&mut Queues, QueueEnv<'_>) {
+        let env = QueueEnv {
+            kfd: &*self.kfd,
+            kfd_minor: self.version.KernelInterfaceMinorVersion,
+            page_size: self.cfg.memory.fmm.page_size,
+            acquired: self.acquired.as_mut().map(|a| (&a.topology, &mut a.memory)),
+        };
+        (&mut self.queues, env)
+    }
+
+    /// Live queues (tests, leak checks).
+    pub fn live_queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// hsaKmtCreateQueue / CreateQueueExt / CreateQueueV2 ([`Queues::create`]).
+    ///
+    /// # Safety
+    /// As [`Queues::create`].
+    pub unsafe fn create_queue(&mut self, r: &QueueRequest) -> KmtResult<CreatedQueue> {
+        // The error event's id, looked up now and checked where upstream checks it.
+        let error_event_id = r.error_event.map(|ev| self.events.wait_entry(ev).map(|(id, _)| id)).transpose();
+        let (queues, mut env) = self.queues_env();
+        // SAFETY: this function's contract, passed on.
+        unsafe { queues.create(&mut env, r, error_event_id) }
+    }
+
+    /// hsaKmtDestroyQueue: a KFD refusal keeps the queue (upstream).
+    pub fn destroy_queue(&mut self, id: u64) -> KmtResult<()> {
+        let (queues, mut env) = self.queues_env();
+        queues.destroy(&mut env, id)
+    }
+
+    /// Destroy every queue (close, release): the KFD must let go of queue memory before the
+    /// memory manager frees it.
+    fn destroy_all_queues(&mut self) {
+        let (queues, mut env) = self.queues_env();
+        queues.destroy_all(&mut env);
+    }
+
+    /// hsaKmtUpdateQueue.
+    ///
+    /// # Safety
+    /// As [`Queues::update`].
+    pub unsafe fn update_queue(&mut self, id: u64, percentage: u32, priority: i64, ring: u64, ring_size: u64) -> KmtResult<()> {
+        // SAFETY: this function's contract, passed on.
+        unsafe { self.queues.update(&*self.kfd, id, percentage, priority, ring, ring_size) }
+    }
+
+    /// hsaKmtSetQueueCUMask: `mask` holds `bits / 32` words.
+    pub fn set_queue_cu_mask(&mut self, id: u64, bits: u32, mask: &[u32]) -> KmtResult<()> {
+        self.queues.set_cu_mask(&*self.kfd, id, bits, mask)
+    }
+
+    /// hsaKmtGetQueueInfo ([`Queues::info`]).
+    pub fn queue_info(&self, id: u64) -> KmtResult<QueueInfo> {
+        self.queues.info(&*self.kfd, id)
+    }
+
+    /// hsaKmtGetKernelQueueId: the KFD's id of the queue.
+    pub fn kernel_queue_id(&self, id: u64) -> KmtResult<u32> {
+        self.queues.kernel_id(id)
+    }
+
+    /// The doorbell address and the KFD queue id (hsaKmtQueueRingDoorbell writes there).
+    pub fn queue_doorbell(&self, id: u64) -> KmtResult<(u64, u32)> {
+        self.queues.doorbell(id)
+    }
+
+    /// hsaKmtReportQueue's facts: the ring's address and size.
+    pub fn queue_ring(&self, id: u64) -> KmtResult<(u64, u64)> {
+        self.queues.ring(id)
+    }
+
+    /// hsaKmtAllocQueueGWS: upstream's errno mapping.
+    pub fn alloc_queue_gws(&self, id: u64, n: u32) -> KmtResult<u32> {
+        self.queues.alloc_gws(&*self.kfd, id, n)
+    }
+
+    /// hsaKmtSetTrapHandler.
+    ///
+    /// # Safety
+    /// As [`crate::queue::set_trap_handler`].
+    pub unsafe fn set_trap_handler(&self, node: u32, tba: u64, tma: u64) -> KmtResult<()> {
+        let (n, _) = self.node(node)?;
+        // SAFETY: this function's contract, passed on.
+        unsafe { crate::queue::set_trap_handler(&*self.kfd, n.gpu_id, tba, tma) }
+    }
+
+    /// The KFD queue type of a queue.
+    pub fn queue_kind(&self, id: u64) -> KmtResult<u32> {
+        self.queues.kind(id)
     }
 
     /// The SVM service over this open (`svm.rs`).
@@ -286,10 +421,6 @@ impl Context {
 
     fn svm_heap(&self) -> Option<(u64, u64)> {
         self.acquired.as_ref()?.memory.svm_heap().map(|a| (a.base, a.limit))
-    }
-
-    pub(crate) fn node_checked(&self, id: u32) -> KmtResult<(&topology::Node, Apertures)> {
-        self.node(id)
     }
 
     fn node(&self, id: u32) -> KmtResult<(&topology::Node, Apertures)> {
@@ -462,17 +593,6 @@ impl Context {
             return Err(Status::INVALID_NODE_UNIT);
         }
         mem.alloc(kfd, topo, node, gtt_anchor, size, align, flags, fixed)
-    }
-
-    /// The CPU page size the memory manager works with.
-    pub(crate) fn page_size(&self) -> u64 {
-        self.cfg.memory.fmm.page_size
-    }
-
-    /// Map a GPU's doorbell page (`queue.rs`).
-    pub(crate) fn map_doorbell(&mut self, gpu_id: u32, len: u64, mmap_offset: u64) -> KmtResult<u64> {
-        let (kfd, _, mem) = self.mem()?;
-        mem.map_doorbell(kfd, gpu_id, len, mmap_offset)
     }
 
     pub fn free_memory(&mut self, addr: u64) -> KmtResult<()> {

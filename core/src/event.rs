@@ -13,17 +13,18 @@
 //!   mapped to every GPU), whose KFD handle goes in `event_page_offset`. The page lives until
 //!   the memory manager is torn down (ReleaseSystemProperties / CloseKFD); the KFD keeps the
 //!   page it was given, so later events of the same open get no slot address.
-//! - **Waits** do not need the context once started: [`Context::event_wait_entry`] gives the
+//! - **Waits** do not need the context once started: [`Events::wait_entry`] gives the
 //!   KFD id and type under the caller's lock, [`wait`] blocks in the KFD (with an
-//!   [`alloc::sync::Arc`] of the port), and [`Context::finish_event_wait`] copies memory- and
+//!   [`alloc::sync::Arc`] of the port), and [`Events::finish_wait`] copies memory- and
 //!   HW-exception data back into the `HsaEvent`s that still exist.
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
 pub use crate::abi::EventData;
-use crate::context::Context;
+use crate::memory::Memory;
 use crate::port::{ioctl_plain, Kfd};
 use crate::status::{KmtResult, Status};
+use crate::topology::Topology;
 use alloc::collections::BTreeMap;
 use core::alloc::Layout;
 use core::mem::{offset_of, size_of};
@@ -212,12 +213,33 @@ pub fn wait(kfd: &dyn Kfd, data: &mut [EventData], wait_all: bool, milliseconds:
     Ok(())
 }
 
-impl Context {
-    /// hsaKmtCreateEvent: returns the new `HsaEvent`'s address.
-    pub fn create_event(&mut self, desc: &EventDesc, manual_reset: bool, is_signaled: bool) -> KmtResult<usize> {
+impl Events {
+    /// CreateEvent's first check: the type (INVALID_PARAMETER), before anything else happens.
+    pub fn check_desc(desc: &EventDesc) -> KmtResult<()> {
         if desc.event_type >= HSA_EVENTTYPE_MAXID {
             return Err(Status::INVALID_PARAMETER);
         }
+        Ok(())
+    }
+
+    /// Whether the KFD has its event page (until then the caller must have acquired the
+    /// snapshot before [`Events::create`], so a dGPU's first event can bring the page).
+    pub fn page_given(&self) -> bool {
+        self.page_given
+    }
+
+    /// hsaKmtCreateEvent: returns the new `HsaEvent`'s address. `acquired` is the snapshot and
+    /// the memory manager (`None` before AcquireSystemProperties): on a dGPU the first event
+    /// allocates the event page there.
+    pub(crate) fn create(
+        &mut self,
+        kfd: &dyn Kfd,
+        acquired: Option<(&Topology, &mut Memory)>,
+        desc: &EventDesc,
+        manual_reset: bool,
+        is_signaled: bool,
+    ) -> KmtResult<usize> {
+        Self::check_desc(desc)?;
         let mut a: kfd_ioctl_create_event_args = FromZeros::new_zeroed();
         a.event_type = desc.event_type;
         a.node_id = desc.node_id;
@@ -225,31 +247,30 @@ impl Context {
         // dGPU: the first event brings the page, allocated here (upstream's
         // allocate_exec_aligned_memory_gpu on node 0) and given to the KFD by handle.
         let mut new_page = None;
-        if !self.events().page_given {
-            self.acquire_system_properties().map_err(|_| Status::ERROR)?;
-            if self.topology().is_some_and(|t| t.is_dgpu()) {
-                let (va, handle) = self.alloc_event_page()?;
+        let mut memory = None;
+        if let Some((topo, mem)) = acquired {
+            if !self.page_given && topo.is_dgpu() {
+                let (va, handle) = alloc_event_page(kfd, topo, mem)?;
                 a.event_page_offset = handle;
                 new_page = Some(va);
             }
+            memory = Some(mem);
         }
-        if ioctl_plain(self.kfd(), &mut a).is_err() {
-            if let Some(va) = new_page {
-                let _ = self.unmap_memory_to_gpu(va);
-                let _ = self.free_memory(va);
+        if ioctl_plain(kfd, &mut a).is_err() {
+            if let (Some(va), Some(mem)) = (new_page, memory) {
+                release_event_page(kfd, mem, va);
             }
             return Err(Status::ERROR);
         }
         if let Some(va) = new_page {
-            let ev = self.events_mut();
-            ev.page = Some(va);
-            ev.page_given = true;
+            self.page = Some(va);
+            self.page_given = true;
         }
         let r = Record { words: CEvent::new(), id: a.event_id, ty: desc.event_type };
         r.put32(0, a.event_id);
         r.put32(OFF_TYPE, desc.event_type);
         r.put64(OFF_HW1, u64::from(a.event_id));
-        if let Some(page) = self.events().page {
+        if let Some(page) = self.page {
             if a.event_page_offset > 0 && u64::from(a.event_slot_index) < EVENT_PAGE_SLOTS {
                 r.put64(OFF_HW2, page + u64::from(a.event_slot_index) * 8);
             }
@@ -258,42 +279,18 @@ impl Context {
         r.put64(OFF_SYNC_DATA, desc.sync_user_data);
         r.put64(OFF_SYNC_SIZE, desc.sync_var_size);
         let addr = r.addr();
-        self.events_mut().live.insert(addr, r);
-        if is_signaled && !is_system_event(desc.event_type) && self.kfd_set_reset(AMDKFD_IOC_SET_EVENT, a.event_id).is_err() {
-            let _ = self.destroy_event(addr);
+        self.live.insert(addr, r);
+        if is_signaled && !is_system_event(desc.event_type) && set_reset(kfd, true, a.event_id).is_err() {
+            let _ = self.destroy(kfd, addr);
             return Err(Status::ERROR);
         }
         Ok(addr)
     }
 
-    /// The page: 32 KiB of host memory on node 0, mapped to every GPU; (address, KFD handle).
-    fn alloc_event_page(&mut self) -> KmtResult<(u64, u64)> {
-        let mut f: HsaMemFlags = FromZeros::new_zeroed();
-        f.set_bf_HostAccess(1);
-        f.set_bf_ExecuteAccess(1);
-        f.set_bf_NonPaged(1);
-        f.set_bf_PageSize(HSA_PAGE_SIZE_4KB);
-        f.set_bf_Uncached(1);
-        let va = self.alloc_memory(0, None, EVENT_PAGE_BYTES, 4096, f, None).map_err(|_| Status::ERROR)?;
-        let handle = match self.map_memory_to_gpu(va, EVENT_PAGE_BYTES, None).ok().and_then(|_| self.memory_kfd_handle(va)) {
-            Some(h) => h,
-            None => {
-                let _ = self.unmap_memory_to_gpu(va);
-                let _ = self.free_memory(va);
-                return Err(Status::ERROR);
-            }
-        };
-        Ok((va, handle))
-    }
-
-    fn kfd_set_reset(&self, request: u32, event_id: u32) -> KmtResult<()> {
-        set_reset(self.kfd(), request == AMDKFD_IOC_SET_EVENT, event_id)
-    }
-
     /// The KFD id of an event SetEvent / ResetEvent may change (not a system-defined one),
     /// for callers that issue the ioctl with [`set_reset`] after releasing their lock.
-    pub fn event_signal_target(&self, ev: usize) -> KmtResult<u32> {
-        let r = self.events().get(ev)?;
+    pub fn signal_target(&self, ev: usize) -> KmtResult<u32> {
+        let r = self.get(ev)?;
         if is_system_event(r.ty) {
             return Err(Status::ERROR);
         }
@@ -301,42 +298,45 @@ impl Context {
     }
 
     /// hsaKmtDestroyEvent: a KFD refusal keeps the event (upstream).
-    pub fn destroy_event(&mut self, ev: usize) -> KmtResult<()> {
-        let id = self.events().get(ev)?.id;
+    pub fn destroy(&mut self, kfd: &dyn Kfd, ev: usize) -> KmtResult<()> {
+        let id = self.get(ev)?.id;
         let mut a = kfd_ioctl_destroy_event_args { event_id: id, pad: 0 };
-        ioctl_plain(self.kfd(), &mut a).map_err(|_| Status::ERROR)?;
-        self.events_mut().live.remove(&ev);
+        ioctl_plain(kfd, &mut a).map_err(|_| Status::ERROR)?;
+        self.live.remove(&ev);
         Ok(())
     }
 
-    /// hsaKmtSetEvent: system-defined events cannot be set (ERROR). Allocates nothing.
-    pub fn set_event(&self, ev: usize) -> KmtResult<()> {
-        let id = self.event_signal_target(ev)?;
-        self.kfd_set_reset(AMDKFD_IOC_SET_EVENT, id)
-    }
-
-    /// hsaKmtResetEvent. Allocates nothing.
-    pub fn reset_event(&self, ev: usize) -> KmtResult<()> {
-        let id = self.event_signal_target(ev)?;
-        self.kfd_set_reset(AMDKFD_IOC_RESET_EVENT, id)
+    /// hsaKmtSetEvent (`set`) / hsaKmtResetEvent: system-defined events cannot be set or reset
+    /// (ERROR). Allocates nothing.
+    pub fn set_reset(&self, kfd: &dyn Kfd, ev: usize, set: bool) -> KmtResult<()> {
+        let id = self.signal_target(ev)?;
+        set_reset(kfd, set, id)
     }
 
     /// hsaKmtQueryEventState: upstream only checks the event.
-    pub fn query_event_state(&self, ev: usize) -> KmtResult<()> {
-        self.events().get(ev).map(|_| ())
+    pub fn query_state(&self, ev: usize) -> KmtResult<()> {
+        self.get(ev).map(|_| ())
     }
 
     /// The KFD id and type of a live event (for a wait).
-    pub fn event_wait_entry(&self, ev: usize) -> KmtResult<(u32, u32)> {
-        let r = self.events().get(ev)?;
+    pub fn wait_entry(&self, ev: usize) -> KmtResult<(u32, u32)> {
+        let r = self.get(ev)?;
         Ok((r.id, r.ty))
     }
 
-    /// hsaKmtWaitOnMultipleEvents(_Ext) for a caller that owns the context for the whole wait
+    /// hsaKmtWaitOnMultipleEvents(_Ext) for a caller that owns the events for the whole wait
     /// (tools, tests; the C exports release their lock instead and use [`wait`]): checks as the
     /// exports do, then waits, copies exception data, and updates `ages` of signal events.
     /// Up to 16 events allocate nothing.
-    pub fn wait_on_events(&mut self, evs: &[usize], wait_all: bool, milliseconds: u32, mut ages: Option<&mut [u64]>) -> KmtResult<()> {
+    pub fn wait_on(
+        &self,
+        kfd: &dyn Kfd,
+        topo: Option<&Topology>,
+        evs: &[usize],
+        wait_all: bool,
+        milliseconds: u32,
+        mut ages: Option<&mut [u64]>,
+    ) -> KmtResult<()> {
         const STACK: usize = 16;
         if evs.is_empty() {
             return Err(Status::INVALID_PARAMETER);
@@ -353,7 +353,7 @@ impl Context {
             &mut heap
         };
         for (i, (&ev, (d, ty))) in evs.iter().zip(entries.iter_mut()).enumerate() {
-            let r = self.events().get(ev)?;
+            let r = self.get(ev)?;
             let age = match &ages {
                 Some(a) if r.ty == HSA_EVENTTYPE_SIGNAL => a[i],
                 _ => 0,
@@ -372,9 +372,9 @@ impl Context {
         for (d, (e, _)) in data.iter_mut().zip(entries.iter()) {
             *d = *e;
         }
-        let mut result = wait(self.kfd(), data, wait_all, milliseconds);
+        let mut result = wait(kfd, data, wait_all, milliseconds);
         if result.is_ok() {
-            result = self.finish_event_wait(evs.iter().copied(), data);
+            result = self.finish_wait(topo, evs.iter().copied(), data);
         }
         if let Some(a) = ages.as_mut() {
             for ((age, d), (_, ty)) in a.iter_mut().zip(data.iter()).zip(entries.iter()) {
@@ -389,11 +389,10 @@ impl Context {
     /// After a successful wait: memory-exception and HW-exception data the KFD returned go into
     /// the `HsaEvent`s (those destroyed meanwhile are skipped). An exception on a GPU the
     /// topology does not know is upstream's error.
-    pub fn finish_event_wait(&mut self, evs: impl IntoIterator<Item = usize>, data: &[EventData]) -> KmtResult<()> {
-        let (topo, events) = self.topology_and_events_mut();
+    pub fn finish_wait(&self, topo: Option<&Topology>, evs: impl IntoIterator<Item = usize>, data: &[EventData]) -> KmtResult<()> {
         let topo = topo.ok_or(Status::ERROR)?;
         for (ev, d) in evs.into_iter().zip(data) {
-            let Some(r) = events.live.get(&ev) else { continue };
+            let Some(r) = self.live.get(&ev) else { continue };
             let gpu_id = match r.ty {
                 HSA_EVENTTYPE_MEMORY => d.memory_exception().gpu_id,
                 HSA_EVENTTYPE_HW_EXCEPTION => d.hw_exception().gpu_id,
@@ -407,6 +406,33 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// The page: 32 KiB of host memory on node 0, mapped to every GPU; (address, KFD handle).
+fn alloc_event_page(kfd: &dyn Kfd, topo: &Topology, mem: &mut Memory) -> KmtResult<(u64, u64)> {
+    let mut f: HsaMemFlags = FromZeros::new_zeroed();
+    f.set_bf_HostAccess(1);
+    f.set_bf_ExecuteAccess(1);
+    f.set_bf_NonPaged(1);
+    f.set_bf_PageSize(HSA_PAGE_SIZE_4KB);
+    f.set_bf_Uncached(1);
+    if topo.nodes.is_empty() {
+        return Err(Status::ERROR);
+    }
+    let va = mem.alloc(kfd, topo, 0, None, EVENT_PAGE_BYTES, 4096, f, None).map_err(|_| Status::ERROR)?;
+    let handle = match mem.map(kfd, va, EVENT_PAGE_BYTES, None).ok().and_then(|_| mem.kfd_handle(va)) {
+        Some(h) => h,
+        None => {
+            release_event_page(kfd, mem, va);
+            return Err(Status::ERROR);
+        }
+    };
+    Ok((va, handle))
+}
+
+fn release_event_page(kfd: &dyn Kfd, mem: &mut Memory, va: u64) {
+    let _ = mem.unmap(kfd, va);
+    let _ = mem.free(kfd, va);
 }
 
 fn apply_exception(r: &Record, node: u32, d: &EventData) {

@@ -26,11 +26,12 @@
 
 use crate::abi::hsakmt::*;
 use crate::abi::kfd::*;
-use crate::context::Context;
 use crate::fmm::GPU_HUGE_PAGE_SIZE;
-use crate::port::{ioctl_plain, ioctl_typed};
+use crate::memory::Memory;
+use crate::port::{ioctl_plain, ioctl_typed, Kfd};
 use crate::status::{Errno, KmtResult, Status};
-use crate::topology::Node;
+use crate::svm::{Svm, SVM_MIN_MINOR};
+use crate::topology::{Node, Topology};
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use zerocopy::FromZeros;
@@ -323,166 +324,64 @@ fn vram_flags() -> HsaMemFlags {
     f
 }
 
-impl Context {
-    fn queue(&self, id: u64) -> KmtResult<&Queue> {
-        self.queues.live.get(&id).ok_or(Status::INVALID_PARAMETER)
+/// What the queue service works with besides its own table: the port, facts of the open KFD,
+/// and — after AcquireSystemProperties — the snapshot and the memory manager (queue memory,
+/// doorbell pages). Built by `Context` for each call.
+pub(crate) struct QueueEnv<'a> {
+    pub kfd: &'a dyn Kfd,
+    pub kfd_minor: u32,
+    /// The CPU page size the memory manager works with.
+    pub page_size: u64,
+    pub acquired: Option<(&'a Topology, &'a mut Memory)>,
+}
+
+impl QueueEnv<'_> {
+    /// The node, or INVALID_NODE_UNIT (also before AcquireSystemProperties, as upstream).
+    pub fn node(&self, id: u32) -> KmtResult<&Node> {
+        let (topo, _) = self.acquired.as_ref().ok_or(Status::INVALID_NODE_UNIT)?;
+        topo.nodes.get(id as usize).ok_or(Status::INVALID_NODE_UNIT)
     }
 
-    /// Live queues (tests, leak checks).
-    pub fn live_queues(&self) -> usize {
-        self.queues.len()
+    fn minor_at_least(&self, minor: u32) -> bool {
+        self.kfd_minor >= minor
+    }
+
+    fn mem(&mut self) -> KmtResult<(&dyn Kfd, &Topology, &mut Memory)> {
+        let (topo, mem) = self.acquired.as_mut().ok_or(Status::INVALID_NODE_UNIT)?;
+        Ok((self.kfd, *topo, &mut **mem))
+    }
+
+    /// The SVM API is there (every GPU node reports it, KFD ≥ 1.5).
+    fn svm_api_supported(&self) -> bool {
+        self.minor_at_least(SVM_MIN_MINOR) && self.acquired.as_ref().is_some_and(|(_, m)| m.svm_api())
+    }
+
+    fn svm(&self) -> Svm<'_> {
+        Svm { kfd: self.kfd, kfd_minor: self.kfd_minor, topology: self.acquired.as_ref().map(|(t, _)| *t) }
     }
 
     /// Allocate `size` bytes as upstream's allocate_exec_aligned_memory_gpu does and map
     /// them to the GPU of `node`; undone on failure.
     fn queue_memory(&mut self, node: u32, size: u64, flags: HsaMemFlags) -> KmtResult<u64> {
-        let page = self.page_size();
+        let page = self.page_size;
         let size = align_up(size.max(1), page);
-        let va = self.alloc_memory(node, None, size, page, flags, None)?;
-        if let Err(e) = self.map_memory_to_gpu(va, size, Some(&[node])) {
-            let _ = self.free_memory(va);
+        let (kfd, topo, mem) = self.mem()?;
+        if node as usize >= topo.nodes.len() {
+            return Err(Status::INVALID_NODE_UNIT);
+        }
+        let va = mem.alloc(kfd, topo, node, None, size, page, flags, None)?;
+        if let Err(e) = mem.map(kfd, va, size, Some(&[node])) {
+            let _ = mem.free(kfd, va);
             return Err(e);
         }
         Ok(va)
     }
 
     fn release_queue_memory(&mut self, va: u64) {
-        let _ = self.unmap_memory_to_gpu(va);
-        let _ = self.free_memory(va);
-    }
-
-    /// hsaKmtCreateQueue / CreateQueueExt / CreateQueueV2.
-    ///
-    /// # Safety
-    /// Until the queue is destroyed the GPU reads and writes memory the request names (see
-    /// [`crate::Kfd::ioctl`]): `ring` (`ring_size` bytes, executed as the queue's packets),
-    /// for AQL queues `rptr` and `wptr` (8 bytes each), and `error_reason` (8 bytes, or 0).
-    /// They must be memory the caller lets the GPU share that long: no Rust reference to plain
-    /// data may point into it.
-    pub unsafe fn create_queue(&mut self, r: &QueueRequest) -> KmtResult<CreatedQueue> {
-        let priority = kfd_priority(r.priority).ok_or(Status::INVALID_PARAMETER)?;
-        let (props, gpu_id) = {
-            let (n, _): (&Node, _) = self.node_checked(r.node)?;
-            (n.props, n.gpu_id)
-        };
-        if gpu_id == 0 {
-            return Err(Status::INVALID_NODE_UNIT);
+        if let Ok((kfd, _, mem)) = self.mem() {
+            let _ = mem.unmap(kfd, va);
+            let _ = mem.free(kfd, va);
         }
-        let kfd_type = kfd_queue_type(r.queue_type).ok_or(Status::INVALID_PARAMETER)?;
-        let ring_size = u32::try_from(r.ring_size).map_err(|_| Status::INVALID_PARAMETER)?;
-        let metadata = u32::try_from(r.metadata_size).map_err(|_| Status::INVALID_PARAMETER)?;
-        if metadata != 0 && (!self.minor_at_least(19) || !u64::from(metadata).is_multiple_of(self.page_size())) {
-            return Err(Status::INVALID_PARAMETER);
-        }
-        let error_event_id = match r.error_event {
-            Some(ev) => Some(self.event_wait_entry(ev)?.0),
-            None => None,
-        };
-        let gfxv = gfxv(&props);
-        let sizes = queue_sizes(&props, kfd_type, self.page_size());
-
-        // The queue's own page (uncached host memory the GPU can reach).
-        let page = self.queue_memory(r.node, 64, host_flags(true, true))?;
-        let mut q = Queue {
-            kfd_id: 0,
-            node: r.node,
-            kfd_type,
-            page,
-            eop: None,
-            cwsr: None,
-            cwsr_unified_len: 0,
-            sizes,
-            doorbell: 0,
-            ring: r.ring,
-            ring_size: r.ring_size,
-            cu_mask: alloc::sync::Arc::from([]),
-            cu_mask_bits: 0,
-        };
-        let cu_num = props.NumFComputeCores.checked_div(props.NumSIMDPerCU).unwrap_or(0);
-        q.cu_mask_bits = cu_num.div_ceil(32) * 32;
-        let mut mask = alloc::vec![0u32; (q.cu_mask_bits / 32) as usize];
-        for i in 0..cu_num {
-            mask[(i / 32) as usize] |= 1 << (i % 32);
-        }
-        q.cu_mask = mask.into();
-
-        let mut a: kfd_ioctl_create_queue_args = FromZeros::new_zeroed();
-        a.gpu_id = gpu_id;
-        a.queue_type = kfd_type;
-        let (rptr, wptr) =
-            if kfd_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL as u32 { (r.rptr, r.wptr) } else { (page + RPTR_OFFSET, page + WPTR_OFFSET) };
-        if let Err(e) = self.queue_buffers(&mut q, &mut a, error_event_id, r.error_reason) {
-            self.free_queue(&q);
-            return Err(e);
-        }
-        a.read_pointer_address = rptr;
-        a.write_pointer_address = wptr;
-        a.ring_base_address = r.ring;
-        a.ring_size = ring_size;
-        a.queue_percentage = r.percentage;
-        a.queue_priority = priority;
-        a.sdma_engine_id = r.sdma_engine_id;
-        a.metadata_ring_size = metadata;
-        // SAFETY: the ring, the AQL read/write pointers and the error-reason word are the
-        // caller's to share (this function's contract); PM4/SDMA pointers are in `page`, and
-        // the EOP buffer and CWSR area are memory this context allocated for the queue, which
-        // Rust reaches only through raw addresses.
-        if unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_CREATE_QUEUE, &mut a) }.is_err() {
-            self.free_queue(&q);
-            return Err(Status::ERROR);
-        }
-        q.kfd_id = a.queue_id;
-        let (mmap_offset, in_page) = split_doorbell_offset(gfxv, a.doorbell_offset, a.queue_id);
-        let db_page = match self.doorbell_page(gpu_id, doorbell_page_bytes(gfxv, self.page_size()), mmap_offset) {
-            Ok(p) => p,
-            Err(_) => {
-                let _ = self.kfd_destroy_queue(q.kfd_id);
-                self.free_queue(&q);
-                return Err(Status::ERROR);
-            }
-        };
-        q.doorbell = db_page + in_page;
-        let created = CreatedQueue { queue_id: page, doorbell: q.doorbell, rptr, wptr };
-        self.queues.live.insert(page, q);
-        Ok(created)
-    }
-
-    /// EOP buffer and CWSR area (compute queues), filling the ioctl's fields.
-    fn queue_buffers(
-        &mut self,
-        q: &mut Queue,
-        a: &mut kfd_ioctl_create_queue_args,
-        error_event_id: Option<u32>,
-        error_reason: u64,
-    ) -> KmtResult<()> {
-        if is_sdma(q.kfd_type) {
-            return Ok(());
-        }
-        let s = q.sizes;
-        if s.eop > 0 {
-            let eop = self.queue_memory(q.node, u64::from(s.eop), vram_flags()).map_err(|_| Status::NO_MEMORY)?;
-            q.eop = Some(eop);
-            a.eop_buffer_address = eop;
-            a.eop_buffer_size = u64::from(s.eop);
-        }
-        if s.total > 0 {
-            let cwsr = match self.unified_cwsr(q.node, &s, error_event_id, error_reason) {
-                Some((va, len)) => {
-                    q.cwsr_unified_len = len;
-                    va
-                }
-                None => {
-                    let va = self.queue_memory(q.node, u64::from(s.total), host_flags(false, false)).map_err(|_| Status::NO_MEMORY)?;
-                    self.fill_cwsr_headers(va, &s, error_event_id, error_reason);
-                    va
-                }
-            };
-            q.cwsr = Some(cwsr);
-            a.ctx_save_restore_address = cwsr;
-            a.ctx_save_restore_size = s.cwsr;
-            a.ctl_stack_size = s.ctl_stack;
-        }
-        Ok(())
     }
 
     /// Upstream's unified CWSR area (see the module header): `Some((address, length))`, or
@@ -491,14 +390,14 @@ impl Context {
         if !self.svm_api_supported() {
             return None;
         }
-        let len = align_up(u64::from(s.total), self.page_size());
+        let len = align_up(u64::from(s.total), self.page_size);
         let va = self.map_aligned_anonymous(len, GPU_HUGE_PAGE_SIZE)?;
         // Advice only; upstream logs a failure and goes on.
-        let _ = self.kfd().advise_dont_fork(va as usize, len as usize);
-        self.fill_cwsr_headers(va, s, error_event_id, error_reason);
+        let _ = self.kfd.advise_dont_fork(va as usize, len as usize);
+        fill_cwsr_headers(va, s, error_event_id, error_reason);
         if self.register_cwsr_svm_range(va, len, node).is_err() {
             // SAFETY: the mapping was made just above for this area and nothing else uses it.
-            let _ = unsafe { self.kfd().release_va(va as usize, len as usize) };
+            let _ = unsafe { self.kfd.release_va(va as usize, len as usize) };
             return None;
         }
         Some((va, len))
@@ -508,8 +407,8 @@ impl Context {
     /// (upstream's hsakmt_mmap_allocate_aligned without guard pages): map `len + align - page`
     /// bytes where the kernel chooses, and give back the head and tail around the aligned part.
     fn map_aligned_anonymous(&self, len: u64, align: u64) -> Option<u64> {
-        let padded = len.checked_add(align - self.page_size())?;
-        let kfd = self.kfd();
+        let padded = len.checked_add(align - self.page_size)?;
+        let kfd = self.kfd;
         // SAFETY: not fixed, so no existing mapping is replaced.
         let raw = unsafe { kfd.map_anonymous(None, 0, padded as usize, PROT_READ | PROT_WRITE) }.ok()? as u64;
         let va = align_up(raw, align);
@@ -542,25 +441,7 @@ impl Context {
         ];
         // SAFETY: `[va, va + len)` is the unified CWSR area this context just mapped for the
         // queue; Rust writes its headers only through raw pointers.
-        unsafe { self.svm_set_attr(va, len, &attrs) }
-    }
-
-    /// One header per XCC at the start of its slice of the CWSR area (upstream's
-    /// fill_cwsr_header): where the error event and reason go, and where the debugger area is.
-    fn fill_cwsr_headers(&self, base: u64, s: &QueueSizes, error_event_id: Option<u32>, error_reason: u64) {
-        for i in 0..s.xccs {
-            let mut h: HsaUserContextSaveAreaHeader = FromZeros::new_zeroed();
-            h.ErrorEventId = error_event_id.unwrap_or(0);
-            h.ErrorReason = error_reason as usize as *mut i64;
-            h.DebugOffset = (s.xccs - i) * s.cwsr;
-            h.DebugSize = s.debug * s.xccs;
-            let at = base + u64::from(i) * u64::from(s.cwsr);
-            // SAFETY: `at` lies in the CWSR area this context just allocated with CPU access
-            // (host memory, a BO or the unified area's anonymous mapping, size `total` ≥
-            // xccs × cwsr ≥ at - base + header size), not yet given to the KFD; the header is
-            // plain data written unaligned-safe.
-            unsafe { core::ptr::write_unaligned(at as usize as *mut HsaUserContextSaveAreaHeader, h) };
-        }
+        unsafe { self.svm().set_attr(va, len, &attrs) }
     }
 
     fn free_queue(&mut self, q: &Queue) {
@@ -572,58 +453,159 @@ impl Context {
                 // SAFETY: the unified area is this queue's own mapping; the KFD no longer uses
                 // it (the queue is destroyed or was never created) and nothing else points into
                 // it.
-                let _ = unsafe { self.kfd().release_va(c as usize, q.cwsr_unified_len as usize) };
+                let _ = unsafe { self.kfd.release_va(c as usize, q.cwsr_unified_len as usize) };
             }
             Some(c) => self.release_queue_memory(c),
             None => {}
         }
         self.release_queue_memory(q.page);
     }
+}
 
-    fn kfd_destroy_queue(&self, kfd_id: u32) -> Result<(), Errno> {
-        ioctl_plain(self.kfd(), &mut kfd_ioctl_destroy_queue_args { queue_id: kfd_id, pad: 0 })
+impl Queues {
+    fn queue(&self, id: u64) -> KmtResult<&Queue> {
+        self.live.get(&id).ok_or(Status::INVALID_PARAMETER)
+    }
+
+    /// hsaKmtCreateQueue / CreateQueueExt / CreateQueueV2.
+    ///
+    /// # Safety
+    /// Until the queue is destroyed the GPU reads and writes memory the request names (see
+    /// [`crate::Kfd::ioctl`]): `ring` (`ring_size` bytes, executed as the queue's packets),
+    /// for AQL queues `rptr` and `wptr` (8 bytes each), and `error_reason` (8 bytes, or 0).
+    /// They must be memory the caller lets the GPU share that long: no Rust reference to plain
+    /// data may point into it.
+    pub(crate) unsafe fn create(
+        &mut self,
+        env: &mut QueueEnv,
+        r: &QueueRequest,
+        error_event_id: KmtResult<Option<u32>>,
+    ) -> KmtResult<CreatedQueue> {
+        let priority = kfd_priority(r.priority).ok_or(Status::INVALID_PARAMETER)?;
+        let (props, gpu_id) = {
+            let n = env.node(r.node)?;
+            (n.props, n.gpu_id)
+        };
+        if gpu_id == 0 {
+            return Err(Status::INVALID_NODE_UNIT);
+        }
+        let kfd_type = kfd_queue_type(r.queue_type).ok_or(Status::INVALID_PARAMETER)?;
+        let ring_size = u32::try_from(r.ring_size).map_err(|_| Status::INVALID_PARAMETER)?;
+        let metadata = u32::try_from(r.metadata_size).map_err(|_| Status::INVALID_PARAMETER)?;
+        if metadata != 0 && (!env.minor_at_least(19) || !u64::from(metadata).is_multiple_of(env.page_size)) {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let error_event_id = error_event_id?;
+        let gfxv = gfxv(&props);
+        let sizes = queue_sizes(&props, kfd_type, env.page_size);
+
+        // The queue's own page (uncached host memory the GPU can reach).
+        let page = env.queue_memory(r.node, 64, host_flags(true, true))?;
+        let mut q = Queue {
+            kfd_id: 0,
+            node: r.node,
+            kfd_type,
+            page,
+            eop: None,
+            cwsr: None,
+            cwsr_unified_len: 0,
+            sizes,
+            doorbell: 0,
+            ring: r.ring,
+            ring_size: r.ring_size,
+            cu_mask: alloc::sync::Arc::from([]),
+            cu_mask_bits: 0,
+        };
+        let cu_num = props.NumFComputeCores.checked_div(props.NumSIMDPerCU).unwrap_or(0);
+        q.cu_mask_bits = cu_num.div_ceil(32) * 32;
+        let mut mask = alloc::vec![0u32; (q.cu_mask_bits / 32) as usize];
+        for i in 0..cu_num {
+            mask[(i / 32) as usize] |= 1 << (i % 32);
+        }
+        q.cu_mask = mask.into();
+
+        let mut a: kfd_ioctl_create_queue_args = FromZeros::new_zeroed();
+        a.gpu_id = gpu_id;
+        a.queue_type = kfd_type;
+        let (rptr, wptr) =
+            if kfd_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL as u32 { (r.rptr, r.wptr) } else { (page + RPTR_OFFSET, page + WPTR_OFFSET) };
+        if let Err(e) = queue_buffers(env, &mut q, &mut a, error_event_id, r.error_reason) {
+            env.free_queue(&q);
+            return Err(e);
+        }
+        a.read_pointer_address = rptr;
+        a.write_pointer_address = wptr;
+        a.ring_base_address = r.ring;
+        a.ring_size = ring_size;
+        a.queue_percentage = r.percentage;
+        a.queue_priority = priority;
+        a.sdma_engine_id = r.sdma_engine_id;
+        a.metadata_ring_size = metadata;
+        // SAFETY: the ring, the AQL read/write pointers and the error-reason word are the
+        // caller's to share (this function's contract); PM4/SDMA pointers are in `page`, and
+        // the EOP buffer and CWSR area are memory this context allocated for the queue, which
+        // Rust reaches only through raw addresses.
+        if unsafe { ioctl_typed(env.kfd, AMDKFD_IOC_CREATE_QUEUE, &mut a) }.is_err() {
+            env.free_queue(&q);
+            return Err(Status::ERROR);
+        }
+        q.kfd_id = a.queue_id;
+        let (mmap_offset, in_page) = split_doorbell_offset(gfxv, a.doorbell_offset, a.queue_id);
+        let db_page = match self.doorbell_page(env, gpu_id, doorbell_page_bytes(gfxv, env.page_size), mmap_offset) {
+            Ok(p) => p,
+            Err(_) => {
+                let _ = kfd_destroy_queue(env.kfd, q.kfd_id);
+                env.free_queue(&q);
+                return Err(Status::ERROR);
+            }
+        };
+        q.doorbell = db_page + in_page;
+        let created = CreatedQueue { queue_id: page, doorbell: q.doorbell, rptr, wptr };
+        self.live.insert(page, q);
+        Ok(created)
     }
 
     /// The GPU's doorbell page, mapped for the CPU (and the GPU, in the fine-grain aperture)
     /// on first use, as upstream's map_doorbell does.
-    fn doorbell_page(&mut self, gpu_id: u32, len: u64, mmap_offset: u64) -> KmtResult<u64> {
-        if let Some(d) = self.queues.doorbells.iter().find(|d| d.gpu_id == gpu_id) {
+    fn doorbell_page(&mut self, env: &mut QueueEnv, gpu_id: u32, len: u64, mmap_offset: u64) -> KmtResult<u64> {
+        if let Some(d) = self.doorbells.iter().find(|d| d.gpu_id == gpu_id) {
             return Ok(d.cpu);
         }
-        let cpu = self.map_doorbell(gpu_id, len, mmap_offset)?;
-        self.queues.doorbells.push(DoorbellPage { gpu_id, cpu });
+        let (kfd, _, mem) = env.mem()?;
+        let cpu = mem.map_doorbell(kfd, gpu_id, len, mmap_offset)?;
+        self.doorbells.push(DoorbellPage { gpu_id, cpu });
         Ok(cpu)
     }
 
     /// hsaKmtDestroyQueue: a KFD refusal keeps the queue (upstream).
-    pub fn destroy_queue(&mut self, id: u64) -> KmtResult<()> {
+    pub(crate) fn destroy(&mut self, env: &mut QueueEnv, id: u64) -> KmtResult<()> {
         let kfd_id = self.queue(id)?.kfd_id;
-        self.kfd_destroy_queue(kfd_id).map_err(|_| Status::ERROR)?;
-        if let Some(q) = self.queues.live.remove(&id) {
-            self.free_queue(&q);
+        kfd_destroy_queue(env.kfd, kfd_id).map_err(|_| Status::ERROR)?;
+        if let Some(q) = self.live.remove(&id) {
+            env.free_queue(&q);
         }
         Ok(())
     }
 
     /// Destroy every queue (close, release): the KFD must let go of queue memory before the
     /// memory manager frees it.
-    pub(crate) fn destroy_all_queues(&mut self) {
-        let ids: Vec<u64> = self.queues.live.keys().copied().collect();
+    pub(crate) fn destroy_all(&mut self, env: &mut QueueEnv) {
+        let ids: Vec<u64> = self.live.keys().copied().collect();
         for id in ids {
-            if self.destroy_queue(id).is_err() {
+            if self.destroy(env, id).is_err() {
                 // The KFD refused: forget the queue, keep its memory with the BOs it lives in.
-                self.queues.live.remove(&id);
+                self.live.remove(&id);
             }
         }
         // The doorbell pages go with the memory manager's teardown.
-        self.queues.doorbells.clear();
+        self.doorbells.clear();
     }
 
     /// hsaKmtUpdateQueue.
     ///
     /// # Safety
-    /// As [`Context::create_queue`] for the new `ring` of `ring_size` bytes.
-    pub unsafe fn update_queue(&mut self, id: u64, percentage: u32, priority: i64, ring: u64, ring_size: u64) -> KmtResult<()> {
+    /// As [`Queues::create`] for the new `ring` of `ring_size` bytes.
+    pub unsafe fn update(&mut self, kfd: &dyn Kfd, id: u64, percentage: u32, priority: i64, ring: u64, ring_size: u64) -> KmtResult<()> {
         let prio = kfd_priority(priority).ok_or(Status::INVALID_PARAMETER)?;
         let kfd_id = self.queue(id)?.kfd_id;
         let size = u32::try_from(ring_size).map_err(|_| Status::INVALID_PARAMETER)?;
@@ -634,8 +616,8 @@ impl Context {
         a.queue_percentage = percentage;
         a.queue_priority = prio;
         // SAFETY: the new ring is the caller's to share (this function's contract).
-        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_UPDATE_QUEUE, &mut a) }.map_err(|_| Status::ERROR)?;
-        if let Some(q) = self.queues.live.get_mut(&id) {
+        unsafe { ioctl_typed(kfd, AMDKFD_IOC_UPDATE_QUEUE, &mut a) }.map_err(|_| Status::ERROR)?;
+        if let Some(q) = self.live.get_mut(&id) {
             q.ring = ring;
             q.ring_size = ring_size;
         }
@@ -643,7 +625,7 @@ impl Context {
     }
 
     /// hsaKmtSetQueueCUMask: `mask` holds `bits / 32` words.
-    pub fn set_queue_cu_mask(&mut self, id: u64, bits: u32, mask: &[u32]) -> KmtResult<()> {
+    pub fn set_cu_mask(&mut self, kfd: &dyn Kfd, id: u64, bits: u32, mask: &[u32]) -> KmtResult<()> {
         if bits == 0 || !bits.is_multiple_of(32) || mask.len() < (bits / 32) as usize {
             return Err(Status::INVALID_PARAMETER);
         }
@@ -652,8 +634,8 @@ impl Context {
         let mut a = kfd_ioctl_set_cu_mask_args { queue_id: kfd_id, num_cu_mask: bits, cu_mask_ptr: words.as_ptr() as u64 };
         // SAFETY: `cu_mask_ptr` / `num_cu_mask` describe `words`, borrowed for the call, which
         // the KFD only reads.
-        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_SET_CU_MASK, &mut a) }.map_err(|_| Status::ERROR)?;
-        if let Some(q) = self.queues.live.get_mut(&id) {
+        unsafe { ioctl_typed(kfd, AMDKFD_IOC_SET_CU_MASK, &mut a) }.map_err(|_| Status::ERROR)?;
+        if let Some(q) = self.live.get_mut(&id) {
             q.cu_mask = words.into();
             q.cu_mask_bits = bits;
         }
@@ -662,7 +644,7 @@ impl Context {
 
     /// hsaKmtGetQueueInfo: GET_QUEUE_WAVE_STATE on the queue's CWSR area; a queue without one
     /// (SDMA) is ERROR, as upstream.
-    pub fn queue_info(&self, id: u64) -> KmtResult<QueueInfo> {
+    pub fn info(&self, kfd: &dyn Kfd, id: u64) -> KmtResult<QueueInfo> {
         let q = self.queue(id)?;
         let cwsr = q.cwsr.ok_or(Status::ERROR)?;
         let mut a: kfd_ioctl_get_queue_wave_state_args = FromZeros::new_zeroed();
@@ -671,7 +653,7 @@ impl Context {
         // SAFETY: `ctl_stack_address` is this queue's CWSR area (allocated by this context,
         // `ctl_stack` bytes of control stack at its start, reached by Rust only through raw
         // addresses), which the KFD may fill with the saved control stack.
-        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &mut a) }.map_err(|_| Status::ERROR)?;
+        unsafe { ioctl_typed(kfd, AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &mut a) }.map_err(|_| Status::ERROR)?;
         let ctl = u64::from(q.sizes.ctl_stack);
         Ok(QueueInfo {
             control_stack_top: a.ctl_stack_address + ctl - u64::from(a.ctl_stack_used_size),
@@ -686,28 +668,28 @@ impl Context {
     }
 
     /// hsaKmtGetKernelQueueId: the KFD's id of the queue.
-    pub fn kernel_queue_id(&self, id: u64) -> KmtResult<u32> {
+    pub fn kernel_id(&self, id: u64) -> KmtResult<u32> {
         Ok(self.queue(id)?.kfd_id)
     }
 
     /// The doorbell address and the KFD queue id (hsaKmtQueueRingDoorbell writes there).
-    pub fn queue_doorbell(&self, id: u64) -> KmtResult<(u64, u32)> {
+    pub fn doorbell(&self, id: u64) -> KmtResult<(u64, u32)> {
         let q = self.queue(id)?;
         Ok((q.doorbell, q.kfd_id))
     }
 
     /// hsaKmtReportQueue's facts: the ring's address and size (the KFD does not tell user mode
     /// the VMID).
-    pub fn queue_ring(&self, id: u64) -> KmtResult<(u64, u64)> {
+    pub fn ring(&self, id: u64) -> KmtResult<(u64, u64)> {
         let q = self.queue(id)?;
         Ok((q.ring, q.ring_size))
     }
 
     /// hsaKmtAllocQueueGWS: upstream's errno mapping.
-    pub fn alloc_queue_gws(&self, id: u64, n: u32) -> KmtResult<u32> {
+    pub fn alloc_gws(&self, kfd: &dyn Kfd, id: u64, n: u32) -> KmtResult<u32> {
         let kfd_id = self.queue(id)?.kfd_id;
         let mut a = kfd_ioctl_alloc_queue_gws_args { queue_id: kfd_id, num_gws: n, first_gws: 0, pad: 0 };
-        match ioctl_plain(self.kfd(), &mut a) {
+        match ioctl_plain(kfd, &mut a) {
             Ok(()) => Ok(a.first_gws),
             Err(Errno(e)) if e == Errno::EINVAL => Err(Status::INVALID_PARAMETER),
             Err(Errno(e)) if e == Errno::EBUSY => Err(Status::OUT_OF_RESOURCES),
@@ -716,23 +698,82 @@ impl Context {
         }
     }
 
-    /// hsaKmtSetTrapHandler.
-    ///
-    /// # Safety
-    /// The GPU executes the trap handler at `tba` and reads and writes the trap buffer at
-    /// `tma` from now on (see [`crate::Kfd::ioctl`]): both must be memory the caller lets the
-    /// GPU share.
-    pub unsafe fn set_trap_handler(&self, node: u32, tba: u64, tma: u64) -> KmtResult<()> {
-        let (n, _) = self.node_checked(node)?;
-        let mut a = kfd_ioctl_set_trap_handler_args { tba_addr: tba, tma_addr: tma, gpu_id: n.gpu_id, pad: 0 };
-        // SAFETY: the two addresses are the caller's to share (this function's contract).
-        unsafe { ioctl_typed(self.kfd(), AMDKFD_IOC_SET_TRAP_HANDLER, &mut a) }.map_err(|_| Status::ERROR)
-    }
-
     /// The KFD queue type of a queue.
-    pub fn queue_kind(&self, id: u64) -> KmtResult<u32> {
+    pub fn kind(&self, id: u64) -> KmtResult<u32> {
         Ok(self.queue(id)?.kfd_type)
     }
+}
+
+/// EOP buffer and CWSR area (compute queues), filling the ioctl's fields.
+fn queue_buffers(
+    env: &mut QueueEnv,
+    q: &mut Queue,
+    a: &mut kfd_ioctl_create_queue_args,
+    error_event_id: Option<u32>,
+    error_reason: u64,
+) -> KmtResult<()> {
+    if is_sdma(q.kfd_type) {
+        return Ok(());
+    }
+    let s = q.sizes;
+    if s.eop > 0 {
+        let eop = env.queue_memory(q.node, u64::from(s.eop), vram_flags()).map_err(|_| Status::NO_MEMORY)?;
+        q.eop = Some(eop);
+        a.eop_buffer_address = eop;
+        a.eop_buffer_size = u64::from(s.eop);
+    }
+    if s.total > 0 {
+        let cwsr = match env.unified_cwsr(q.node, &s, error_event_id, error_reason) {
+            Some((va, len)) => {
+                q.cwsr_unified_len = len;
+                va
+            }
+            None => {
+                let va = env.queue_memory(q.node, u64::from(s.total), host_flags(false, false)).map_err(|_| Status::NO_MEMORY)?;
+                fill_cwsr_headers(va, &s, error_event_id, error_reason);
+                va
+            }
+        };
+        q.cwsr = Some(cwsr);
+        a.ctx_save_restore_address = cwsr;
+        a.ctx_save_restore_size = s.cwsr;
+        a.ctl_stack_size = s.ctl_stack;
+    }
+    Ok(())
+}
+
+fn kfd_destroy_queue(kfd: &dyn Kfd, kfd_id: u32) -> Result<(), Errno> {
+    ioctl_plain(kfd, &mut kfd_ioctl_destroy_queue_args { queue_id: kfd_id, pad: 0 })
+}
+
+/// One header per XCC at the start of its slice of the CWSR area (upstream's
+/// fill_cwsr_header): where the error event and reason go, and where the debugger area is.
+fn fill_cwsr_headers(base: u64, s: &QueueSizes, error_event_id: Option<u32>, error_reason: u64) {
+    for i in 0..s.xccs {
+        let mut h: HsaUserContextSaveAreaHeader = FromZeros::new_zeroed();
+        h.ErrorEventId = error_event_id.unwrap_or(0);
+        h.ErrorReason = error_reason as usize as *mut i64;
+        h.DebugOffset = (s.xccs - i) * s.cwsr;
+        h.DebugSize = s.debug * s.xccs;
+        let at = base + u64::from(i) * u64::from(s.cwsr);
+        // SAFETY: `at` lies in the CWSR area this context just allocated with CPU access
+        // (host memory, a BO or the unified area's anonymous mapping, size `total` ≥
+        // xccs × cwsr ≥ at - base + header size), not yet given to the KFD; the header is
+        // plain data written unaligned-safe.
+        unsafe { core::ptr::write_unaligned(at as usize as *mut HsaUserContextSaveAreaHeader, h) };
+    }
+}
+
+/// hsaKmtSetTrapHandler.
+///
+/// # Safety
+/// The GPU executes the trap handler at `tba` and reads and writes the trap buffer at
+/// `tma` from now on (see [`crate::Kfd::ioctl`]): both must be memory the caller lets the
+/// GPU share.
+pub unsafe fn set_trap_handler(kfd: &dyn Kfd, gpu_id: u32, tba: u64, tma: u64) -> KmtResult<()> {
+    let mut a = kfd_ioctl_set_trap_handler_args { tba_addr: tba, tma_addr: tma, gpu_id, pad: 0 };
+    // SAFETY: the two addresses are the caller's to share (this function's contract).
+    unsafe { ioctl_typed(kfd, AMDKFD_IOC_SET_TRAP_HANDLER, &mut a) }.map_err(|_| Status::ERROR)
 }
 
 #[cfg(test)]

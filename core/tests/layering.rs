@@ -6,7 +6,6 @@
 mod modgraph;
 
 #[test]
-#[ignore = "the cycles are being broken; this attribute goes with the last one"]
 fn core_modules_have_no_import_cycle() {
     modgraph::assert_acyclic(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
 }
