@@ -238,7 +238,7 @@ fn strip(src: &str) -> String {
                 i += 1;
                 continue;
             }
-            let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat(b'#').take(hashes)).collect();
+            let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
             let end = b[j + 1..].windows(close.len()).position(|w| w == close.as_slice()).map_or(b.len(), |p| j + 1 + p + close.len());
             for &c in &b[i..end] {
                 blank(&mut out, c);
