@@ -5,6 +5,7 @@
 use crate::log;
 use hsakmt_core::context::{Context, OpenConfig, OpenError, Thunk};
 use hsakmt_core::{Kfd, KmtResult, Status};
+#[cfg(feature = "model")]
 use std::sync::Arc;
 
 /// A pthread mutex, as upstream uses: waiters sleep in the kernel (no spinning with more
@@ -146,10 +147,19 @@ pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
                 return Err(OpenError { status: Status::KERNEL_IO_CHANNEL_NOT_OPENED, message });
             }
         },
+        #[cfg(feature = "model")]
         Selection::BuiltinModel => match builtin_model() {
             Ok(m) => Box::new(SharedModel { model: m, release_on_drop: true }),
             Err(e) => return Err(model_err(format!("software model: {e}"))),
         },
+        #[cfg(not(feature = "model"))]
+        Selection::BuiltinModel => {
+            return Err(model_err(
+                "HSAKMT_MODEL / HSA_MODEL_TOPOLOGY ask for the built-in software model, and this libhsakmt was built without it \
+                 (cargo feature `model` of hsakmt-ffi); use /dev/kfd, or a model plugin with HSA_MODEL_LIB"
+                    .into(),
+            ))
+        }
         Selection::Plugin(lib) => match crate::plugin::PluginKfd::load(&lib) {
             Ok(p) => Box::new(p),
             Err(e) => return Err(model_err(format!("HSA_MODEL_LIB={lib}: {e}"))),
@@ -158,11 +168,13 @@ pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
     Ok((port, open_config()))
 }
 
+#[cfg(feature = "model")]
 /// The built-in model plays the kernel: one instance per process tree and configuration, kept
 /// across CloseKFD/OpenKFD and inherited by forked children (which re-open it as themselves),
 /// so that what a parent exported over IPC a child can import.
 static BUILTIN: std::sync::Mutex<Option<(String, Arc<hsakmt_model::Model>)>> = std::sync::Mutex::new(None);
 
+#[cfg(feature = "model")]
 fn builtin_model() -> Result<Arc<hsakmt_model::Model>, hsakmt_model::ModelError> {
     let key: String = ["HSA_MODEL_TOPOLOGY", "HSAKMT_MODEL", "HSAKMT_MODEL_KFD_VERSION"]
         .iter()
@@ -184,6 +196,7 @@ fn builtin_model() -> Result<Arc<hsakmt_model::Model>, hsakmt_model::ModelError>
     Ok(m)
 }
 
+#[cfg(feature = "model")]
 /// The shared built-in model as a port. With `release_on_drop`, dropping it (the last
 /// CloseKFD) is the process closing /dev/kfd: the model releases what the process still held.
 /// (Leak tests turn that off to see what the thunk itself gave back.)
@@ -192,6 +205,7 @@ pub struct SharedModel {
     pub release_on_drop: bool,
 }
 
+#[cfg(feature = "model")]
 impl Drop for SharedModel {
     fn drop(&mut self) {
         if self.release_on_drop {
@@ -200,6 +214,7 @@ impl Drop for SharedModel {
     }
 }
 
+#[cfg(feature = "model")]
 impl Kfd for SharedModel {
     unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), hsakmt_core::Errno> {
         // SAFETY: forwarded under the same contract.
@@ -277,6 +292,7 @@ impl Kfd for SharedModel {
     }
 }
 
+#[cfg(feature = "model")]
 /// The built-in model this process uses, if one was opened (tests and tools look at it).
 pub fn builtin_model_instance() -> Option<Arc<hsakmt_model::Model>> {
     BUILTIN.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|(_, m)| m.clone())
@@ -289,21 +305,29 @@ pub fn builtin_model_instance() -> Option<Arc<hsakmt_model::Model>> {
 /// prepare handlers run in the reverse order of registration (a thread holding our lock may
 /// wait for a model lock, never the other way round).
 mod atfork {
+    #[cfg(feature = "model")]
     use std::cell::RefCell;
+    #[cfg(feature = "model")]
     use std::sync::MutexGuard;
 
+    #[cfg(feature = "model")]
     type Slot = Option<(String, std::sync::Arc<hsakmt_model::Model>)>;
+    #[cfg(feature = "model")]
     thread_local! {
         static BUILTIN_HELD: RefCell<Option<MutexGuard<'static, Slot>>> = const { RefCell::new(None) };
     }
     extern "C" fn prepare() {
         core::mem::forget(super::THUNK.lock());
-        let slot = super::BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = BUILTIN_HELD.try_with(|h| *h.borrow_mut() = Some(slot));
+        #[cfg(feature = "model")]
+        {
+            let slot = super::BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = BUILTIN_HELD.try_with(|h| *h.borrow_mut() = Some(slot));
+        }
         crate::plugin::fork_prepare();
     }
     extern "C" fn release() {
         crate::plugin::fork_release();
+        #[cfg(feature = "model")]
         let _ = BUILTIN_HELD.try_with(|h| h.borrow_mut().take());
         // SAFETY: `prepare` took the lock in this thread and leaked its guard; fork() has
         // returned, so releasing it here (parent and child, the same thread) is sound.
@@ -312,6 +336,7 @@ mod atfork {
     static ONCE: std::sync::Once = std::sync::Once::new();
     pub fn install() {
         ONCE.call_once(|| {
+            #[cfg(feature = "model")]
             hsakmt_model::fork::install_fork_handlers();
             // SAFETY: registering plain extern "C" functions with no captured state.
             unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };

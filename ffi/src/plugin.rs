@@ -72,6 +72,7 @@ fn dl_error() -> String {
 
 enum Files {
     Dir(PathBuf),
+    #[cfg(feature = "model")]
     Builtin(Box<hsakmt_model::Model>),
 }
 
@@ -97,8 +98,15 @@ impl PluginKfd {
                 }
                 Files::Dir(p)
             }
+            #[cfg(feature = "model")]
             None if std::env::var_os("HSAKMT_MODEL").is_some() => {
                 Files::Builtin(Box::new(hsakmt_model::Model::from_env().map_err(|e| e.to_string())?))
+            }
+            #[cfg(not(feature = "model"))]
+            None if std::env::var_os("HSAKMT_MODEL").is_some() => {
+                return Err("HSAKMT_MODEL names a built-in catalogue entry, and this libhsakmt was built without the software model \
+                     (cargo feature `model` of hsakmt-ffi); give the plugin a topology directory with HSA_MODEL_TOPOLOGY"
+                    .into())
             }
             None => return Err("a model plugin needs HSA_MODEL_TOPOLOGY (a topology directory) or HSAKMT_MODEL=<catalogue name>".into()),
         };
@@ -223,6 +231,7 @@ impl Kfd for PluginKfd {
         match &self.files {
             // Upstream's model mode: the topology from the directory, CPU data from the host.
             Files::Dir(root) => hsakmt_linux::read_into(&hsakmt_linux::tree_path(root, tree, path), buf),
+            #[cfg(feature = "model")]
             Files::Builtin(m) => m.read_file(tree, path, buf),
         }
     }
@@ -230,6 +239,7 @@ impl Kfd for PluginKfd {
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
         match &self.files {
             Files::Dir(root) => hsakmt_linux::count_numbered(&hsakmt_linux::tree_path(root, tree, dir)),
+            #[cfg(feature = "model")]
             Files::Builtin(m) => m.count_numbered_entries(tree, dir),
         }
     }
