@@ -23,6 +23,7 @@ pub const DRM_VERSION: (u32, u32) = (3, 61);
 pub fn marketing_name(device_id: u32) -> Option<&'static CStr> {
     Some(match device_id {
         0x74a1 => c"AMD Instinct MI300X",
+        0x74a2 => c"AMD Instinct MI308X",
         0x740f => c"AMD Instinct MI210",
         0x744c => c"AMD Radeon RX 7900 XTX",
         0x6860 => c"Radeon Instinct MI25",

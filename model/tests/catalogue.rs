@@ -36,7 +36,7 @@ fn links(t: &Tree, node: u32, dir: &str) -> Vec<(u64, u64, u64)> {
 
 #[test]
 fn names_and_default() {
-    assert_eq!(catalogue_names(), &["mi300x", "mi300x-cpx", "mi210", "rx7900xtx", "mi25"]);
+    assert_eq!(catalogue_names(), &["mi300x", "mi300x-cpx", "mi210", "rx7900xtx", "mi25", "mi308x-cpx"]);
     assert_eq!(catalogue::DEFAULT_ENTRY, "mi300x");
 }
 

@@ -21,7 +21,7 @@ pub const DEFAULT_ENTRY: &str = "mi300x";
 /// KFD GPU clock-counter frequency of every catalogue GPU (the usual 100 MHz reference clock).
 pub const GPU_COUNTER_HZ: u64 = 100_000_000;
 
-const NAMES: &[&str] = &["mi300x", "mi300x-cpx", "mi210", "rx7900xtx", "mi25"];
+const NAMES: &[&str] = &["mi300x", "mi300x-cpx", "mi210", "rx7900xtx", "mi25", "mi308x-cpx"];
 
 /// Names of the built-in topologies, default first.
 pub fn catalogue_names() -> &'static [&'static str] {
@@ -36,6 +36,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "mi210" => "2x AMD EPYC 7763 + 8x Instinct MI210 (gfx90a) in two XGMI hives of 4 (10 nodes)",
         "rx7900xtx" => "1x AMD Ryzen 9 7950X + 1x Radeon RX 7900 XTX (gfx1100), no XGMI (2 nodes)",
         "mi25" => "1x Intel Xeon Gold 5115 + 1x Radeon Instinct MI25 (gfx900), 2018 kernel (2 nodes)",
+        "mi308x-cpx" => "2x AMD EPYC 9654 + 8x Instinct MI308X-like (gfx942, 4 XCCs) in CPX mode: 32 partitions (34 nodes)",
         _ => return None,
     })
 }
@@ -44,7 +45,8 @@ pub fn describe(name: &str) -> Option<&'static str> {
 pub fn build(name: &str) -> Option<Tree> {
     let sys = match name {
         "mi300x" => mi300x_spx(),
-        "mi300x-cpx" => mi300x_cpx(),
+        "mi300x-cpx" => gfx942_cpx(&MI300X_CPX),
+        "mi308x-cpx" => gfx942_cpx(&MI308X_CPX),
         "mi210" => mi210(),
         "rx7900xtx" => rx7900xtx(),
         "mi25" => mi25(),
@@ -58,7 +60,7 @@ pub fn sockets(name: &str) -> Option<Vec<Socket>> {
     let two = |part: &'static CpuPart, second: u32| vec![Socket { part, apic_base: 0 }, Socket { part, apic_base: second }];
     Some(match name {
         // Real (fixtures): cpu_core_id_base 0 and 128 (MI300X), 0 and 64 (MI210).
-        "mi300x" | "mi300x-cpx" => two(&EPYC_9654, 128),
+        "mi300x" | "mi300x-cpx" | "mi308x-cpx" => two(&EPYC_9654, 128),
         "mi210" => two(&EPYC_7763, 64),
         "rx7900xtx" => vec![Socket { part: &RYZEN_7950X, apic_base: 0 }],
         "mi25" => vec![Socket { part: &XEON_GOLD_5115, apic_base: 0 }],
@@ -295,32 +297,57 @@ fn mi300x_spx() -> System {
     System { era: Era::Kfd2025, generation_id: 80, platform_oem: SMCI_OEM, platform_id: SMCI_ID, platform_rev: 2, nodes }
 }
 
-/// Number of partitions of each GPU in the CPX capture (the eighth GPU shows 7).
-const MI300X_CPX_PARTS: [usize; 8] = [8, 8, 8, 8, 8, 8, 8, 7];
+/// One gfx942 system in CPX mode (one XCC per partition) on the MI300X host.
+struct Gfx942Cpx {
+    /// Partitions of each of the 8 GPUs.
+    parts: [usize; 8],
+    device_id: u64,
+    /// SIMDs of one partition (4 per active CU).
+    simd_count: u64,
+    /// Active CUs of one shader engine's array: (xcc, se, sa) -> CU mask.
+    active: fn(u32, u32, u32) -> u32,
+    /// VRAM of one partition.
+    vram: u64,
+}
 
-/// The CPX capture, node for node: properties and io_links follow the fixture exactly; gpu_id,
-/// name, mem_banks, caches and p2p_links are filled.
-fn mi300x_cpx() -> System {
+/// The CPX capture: the eighth GPU shows 7 partitions.
+const MI300X_CPX: Gfx942Cpx =
+    Gfx942Cpx { parts: [8, 8, 8, 8, 8, 8, 8, 7], device_id: 0x74a1, simd_count: 152, active: mi300x_active, vram: MI300X_VRAM / 8 };
+
+/// Filled (no capture): an MI308X-like GPU, 4 XCCs of 20 active CUs (5 per shader engine) and
+/// the MI300X's 192 GiB, on the same host: 8 x 4 partitions, the 34-node system upstream's
+/// per-call costs were measured on.
+const MI308X_CPX: Gfx942Cpx = Gfx942Cpx { parts: [4; 8], device_id: 0x74a2, simd_count: 80, active: mi308x_active, vram: MI300X_VRAM / 4 };
+
+fn mi308x_active(_xcc: u32, _se: u32, _sa: u32) -> u32 {
+    0x1f
+}
+
+/// A CPX system, node for node: for MI300X the capture's properties and io_links exactly;
+/// gpu_id, name, mem_banks, caches and p2p_links are filled.
+fn gfx942_cpx(spec: &Gfx942Cpx) -> System {
     let mut nodes = mi300x_cpus();
     let mut gpu_of = Vec::new(); // node -> GPU index
     let mut ids = Vec::new();
-    for (g, &parts) in MI300X_CPX_PARTS.iter().enumerate() {
+    for (g, &parts) in spec.parts.iter().enumerate() {
         for p in 0..parts {
             let node = nodes.len();
             let idx = (node - 2) as u64;
             let mut props = mi300x_gpu_props(1);
+            props.device_id = spec.device_id;
+            props.simd_count = spec.simd_count;
             props.location_id = (MI300X_BUS[g] << 8) | p as u64;
             props.drm_render_minor = 128 + idx;
             props.unique_id = MI300X_UNIQUE[g];
             // The first partition's CU ids start one whole device (320 CU slots) in: the kernel
             // numbered the device once in SPX mode before it was partitioned.
             props.simd_id_base = GPU_PROCESSOR_ID_BASE + 320 + 40 * idx;
-            let caches = caches::generate(MI300X_CACHES, &layout(&props, 1, mi300x_active), props.simd_id_base);
+            let caches = caches::generate(MI300X_CACHES, &layout(&props, 1, spec.active), props.simd_id_base);
             nodes.push(NodeFiles {
                 gpu_id: gpu_id(&mut ids, props.location_id, props.device_id, props.unique_id, node),
                 name: "ip discovery".into(),
                 props,
-                mem_banks: vec![gpu_bank(MI300X_VRAM / 8, 8192, 1300)],
+                mem_banks: vec![gpu_bank(spec.vram, 8192, 1300)],
                 used_memory: Some(0),
                 caches,
                 io_links: Vec::new(),
