@@ -465,10 +465,21 @@ impl Context {
     }
 
     pub fn node_properties(&self, id: u32) -> KmtResult<HsaNodeProperties> {
-        let (n, ap) = self.node(id)?;
-        let mut p = n.props;
-        p.NumMemoryBanks = (n.mem_banks.len() + Self::thunk_heaps(n, ap, self.svm_heap(), self.mmio_page(n.gpu_id)).len()) as u32;
+        let (props, banks) = self.node_properties_ref(id)?;
+        let mut p = *props;
+        p.NumMemoryBanks = banks;
         Ok(p)
+    }
+
+    /// The node's properties as the snapshot has them, and the `NumMemoryBanks` to report in
+    /// their place (the sysfs banks and the thunk heaps): a caller copies the record once.
+    /// Allocates nothing and builds no heap list: the heaps counted are what `thunk_heaps`
+    /// gives (LDS, scratch, DEVICE_SVM, and MMIO_REMAP where mapped).
+    pub fn node_properties_ref(&self, id: u32) -> KmtResult<(&HsaNodeProperties, u32)> {
+        let (n, _) = self.node(id)?;
+        let heaps = if n.gpu_id == 0 { 0 } else { 3 + usize::from(self.mmio_page(n.gpu_id).is_some()) };
+        debug_assert_eq!(heaps, Self::thunk_heaps(n, self.node(id)?.1, self.svm_heap(), self.mmio_page(n.gpu_id)).len());
+        Ok((&n.props, (n.mem_banks.len() + heaps) as u32))
     }
 
     /// The node's banks, then the thunk's heaps, into the front of `out` while they fit; a

@@ -548,8 +548,8 @@ pub unsafe extern "C" fn plain_hsaKmtRegisterGraphicsHandleToNodes(
     NumberOfNodes: HSAuint64,
     NodeArray: *mut HSAuint32,
 ) -> HSAKMT_STATUS {
-    let name = "hsaKmtRegisterGraphicsHandleToNodes";
-    let g = generation::for_function(name);
+    const NAME: &str = "hsaKmtRegisterGraphicsHandleToNodes";
+    let (name, g) = (NAME, generation::for_function!(NAME));
     // SAFETY: the same contract, for generation `g`.
     unsafe { register_graphics(name, g, GraphicsResourceHandle, GraphicsResourceInfo.cast(), NumberOfNodes, NodeArray) }
 }
@@ -584,8 +584,8 @@ pub unsafe extern "C" fn plain_hsaKmtRegisterGraphicsHandleToNodesExt(
     NodeArray: *mut HSAuint32,
     _RegisterFlags: HSA_REGISTER_MEM_FLAGS,
 ) -> HSAKMT_STATUS {
-    let name = "hsaKmtRegisterGraphicsHandleToNodesExt";
-    let g = generation::for_function(name);
+    const NAME: &str = "hsaKmtRegisterGraphicsHandleToNodesExt";
+    let (name, g) = (NAME, generation::for_function!(NAME));
     // SAFETY: the same contract, for generation `g`.
     unsafe { register_graphics(name, g, GraphicsResourceHandle, GraphicsResourceInfo.cast(), NumberOfNodes, NodeArray) }
 }

@@ -61,7 +61,7 @@ pub unsafe extern "C" fn plain_hsaKmtCreateQueue(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtCreateQueue");
+    let g = generation::for_function!("hsaKmtCreateQueue");
     // SAFETY: forwarded under the same contract.
     unsafe { create_v1(g, NodeId, Type, QueuePercentage, Priority, QueueAddress, QueueSizeInBytes, Event, QueueResource) }
 }
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn plain_hsaKmtCreateQueueExt(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtCreateQueueExt");
+    let g = generation::for_function!("hsaKmtCreateQueueExt");
     // SAFETY: forwarded under the same contract, for generation `g`.
     unsafe { create_ext(g, NodeId, Type, QueuePercentage, Priority, SdmaEngineId, QueueAddress, QueueSizeInBytes, Event, QueueResource) }
 }
@@ -198,7 +198,7 @@ pub unsafe extern "C" fn plain_hsaKmtCreateQueueV2(
     Event: *mut HsaEvent,
     QueueResource: *mut HsaQueueResource,
 ) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtCreateQueueV2");
+    let g = generation::for_function!("hsaKmtCreateQueueV2");
     // SAFETY: forwarded under the same contract, for generation `g`.
     unsafe {
         create_v2(
@@ -368,7 +368,7 @@ pub unsafe extern "C" fn hsaKmtGetQueueInfo(QueueId: HSA_QUEUEID, QueueInfo: *mu
 /// `QueueInfo` must be NULL or writable for the caller's generation's struct.
 #[unsafe(export_name = "hsaKmtGetQueueInfo")]
 pub unsafe extern "C" fn plain_hsaKmtGetQueueInfo(QueueId: HSA_QUEUEID, QueueInfo: *mut HsaQueueInfo) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtGetQueueInfo");
+    let g = generation::for_function!("hsaKmtGetQueueInfo");
     // SAFETY: the same contract, for generation `g`.
     unsafe { queue_info(g, QueueId, QueueInfo.cast()) }
 }

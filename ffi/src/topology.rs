@@ -2,11 +2,12 @@
 //! hsaKmtGetNode*Properties calls, with upstream's check order and statuses.
 
 use crate::boundary::{guard, out, out_slice};
-use crate::generation::{self, write_record};
+use crate::generation::{self, write_member, write_record};
 use crate::global::{self, pid, with_ctx, with_ctx_mut};
 use hsakmt_core::abi::generation::{Generation, Record};
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::Status;
+use std::mem::offset_of;
 
 /// # Safety
 /// `SystemProperties` must be NULL or valid for writes.
@@ -55,7 +56,7 @@ pub unsafe extern "C" fn hsaKmtGetNodeProperties(NodeId: HSAuint32, NodeProperti
 /// `NodeProperties` must be NULL or valid for writes of the caller's generation's struct.
 #[unsafe(export_name = "hsaKmtGetNodeProperties")]
 pub unsafe extern "C" fn plain_hsaKmtGetNodeProperties(NodeId: HSAuint32, NodeProperties: *mut HsaNodeProperties) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtGetNodeProperties");
+    let g = generation::for_function!("hsaKmtGetNodeProperties");
     // SAFETY: the same contract, for generation `g`.
     unsafe { node_properties(g, NodeId, NodeProperties.cast()) }
 }
@@ -67,10 +68,16 @@ unsafe fn node_properties(g: Generation, id: u32, dst: *mut u8) -> HSAKMT_STATUS
         if dst.is_null() {
             return Err(Status::INVALID_PARAMETER);
         }
-        let p = with_ctx(|c| c.node_properties(id))?;
-        // SAFETY: non-NULL, and the caller's contract for generation `g`.
-        unsafe { write_record(g, Record::HsaNodeProperties, &p, dst) };
-        Ok(())
+        with_ctx(|c| {
+            // One copy of the record, from the snapshot to the caller, then the bank count.
+            let (p, banks) = c.node_properties_ref(id)?;
+            // SAFETY: non-NULL, and the caller's contract for generation `g`.
+            unsafe {
+                write_record(g, Record::HsaNodeProperties, p, dst);
+                write_member(g, Record::HsaNodeProperties, offset_of!(HsaNodeProperties, NumMemoryBanks), banks, dst);
+            }
+            Ok(())
+        })
     })
 }
 
@@ -116,7 +123,7 @@ pub unsafe extern "C" fn plain_hsaKmtGetNodeCacheProperties(
     NumCaches: HSAuint32,
     CacheProperties: *mut HsaCacheProperties,
 ) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtGetNodeCacheProperties");
+    let g = generation::for_function!("hsaKmtGetNodeCacheProperties");
     // SAFETY: the same contract, for generation `g`.
     unsafe { cache_properties(g, NodeId, ProcessorId, NumCaches, CacheProperties.cast()) }
 }
@@ -165,7 +172,7 @@ pub unsafe extern "C" fn plain_hsaKmtGetNodeIoLinkProperties(
     NumIoLinks: HSAuint32,
     IoLinkProperties: *mut HsaIoLinkProperties,
 ) -> HSAKMT_STATUS {
-    let g = generation::for_function("hsaKmtGetNodeIoLinkProperties");
+    let g = generation::for_function!("hsaKmtGetNodeIoLinkProperties");
     // SAFETY: the same contract, for generation `g`.
     unsafe { io_link_properties(g, NodeId, NumIoLinks, IoLinkProperties.cast()) }
 }

@@ -99,6 +99,16 @@ def spans(old, new, tname):
             sys.exit("%s: members overlap but move differently: %s and %s" % (tname, merged[-1], s))
         else:
             merged.append(list(s))
+    # Bitfields that sit side by side in both layouts (the same move) become one span of up to
+    # 57 bits, so a conversion moves them in one 64-bit window instead of member by member.
+    bits_merged = []
+    for b in sorted(bits, key=lambda b: (b[1], b[0])):
+        last = bits_merged[-1] if bits_merged else None
+        if last and last[0] - last[1] == b[0] - b[1] and last[1] + last[2] == b[1] and last[2] + b[2] <= 57:
+            last[2] += b[2]
+        else:
+            bits_merged.append([b[0], b[1], b[2]])
+    bits = [tuple(b) for b in bits_merged]
     # Same size, every shared member in the same place: our layout serves that generation
     # as it is (members it lacks sit where it had reserved bits or other union members).
     compatible = (

@@ -68,9 +68,38 @@ impl Generation {
     }
 }
 
-/// The first generation whose `hsakmt.h` declares `function`, if it is a known one.
-pub fn function_since(function: &str) -> Option<Generation> {
-    FUNCTION_SINCE.binary_search_by(|&(n, _)| n.cmp(function)).ok().map(|i| FUNCTION_SINCE[i].1)
+/// The first generation whose `hsakmt.h` declares `function`, if it is a known one. A `const
+/// fn`, so a caller naming a function by a literal can look it up at compile time.
+pub const fn function_since(function: &str) -> Option<Generation> {
+    let (mut lo, mut hi) = (0, FUNCTION_SINCE.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match str_cmp(FUNCTION_SINCE[mid].0, function) {
+            core::cmp::Ordering::Less => lo = mid + 1,
+            core::cmp::Ordering::Greater => hi = mid,
+            core::cmp::Ordering::Equal => return Some(FUNCTION_SINCE[mid].1),
+        }
+    }
+    None
+}
+
+/// `str::cmp` as a `const fn` (byte order, as the table is sorted).
+const fn str_cmp(a: &str, b: &str) -> core::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return if a[i] < b[i] { core::cmp::Ordering::Less } else { core::cmp::Ordering::Greater };
+        }
+        i += 1;
+    }
+    if a.len() < b.len() {
+        core::cmp::Ordering::Less
+    } else if a.len() > b.len() {
+        core::cmp::Ordering::Greater
+    } else {
+        core::cmp::Ordering::Equal
+    }
 }
 
 impl RecordLayout {
@@ -79,6 +108,12 @@ impl RecordLayout {
     pub fn to_old(&self, newest: &[u8], old: &mut [u8]) {
         debug_assert_eq!(old.len(), self.size);
         old.fill(0);
+        self.members_to_old(newest, old);
+    }
+
+    /// [`RecordLayout::to_old`] into an `old` that is already all zero.
+    pub fn members_to_old(&self, newest: &[u8], old: &mut [u8]) {
+        debug_assert_eq!(old.len(), self.size);
         for s in self.bytes {
             let (n, o, l) = (s.new as usize, s.old as usize, s.len as usize);
             old[o..o + l].copy_from_slice(&newest[n..n + l]);
@@ -86,6 +121,15 @@ impl RecordLayout {
         for b in self.bits {
             set_bits(old, b.old as usize, b.width, get_bits(newest, b.new as usize, b.width));
         }
+    }
+
+    /// Where the byte at `new` of our layout sits in this generation's, if a member both
+    /// layouts have covers it.
+    pub fn old_offset(&self, new: usize) -> Option<usize> {
+        self.bytes
+            .iter()
+            .find(|s| (s.new as usize..s.new as usize + s.len as usize).contains(&new))
+            .map(|s| s.old as usize + new - s.new as usize)
     }
 
     /// Read this generation's layout `old` into `newest` (our layout); members the old layout
@@ -101,23 +145,55 @@ impl RecordLayout {
     }
 }
 
-fn get_bits(buf: &[u8], bit: usize, width: u8) -> u64 {
-    let mut v = 0u64;
-    for i in 0..width as usize {
-        let at = bit + i;
-        v |= (((buf[at / 8] >> (at % 8)) & 1) as u64) << i;
+/// The bytes of `buf` that hold bits `[bit, bit + width)`: at most 8 (the generator keeps
+/// spans at 57 bits or fewer, so a span plus its offset in its first byte fits 64 bits).
+fn window(bit: usize, width: u8) -> core::ops::Range<usize> {
+    debug_assert!(width as usize + bit % 8 <= 64);
+    bit / 8..(bit + width as usize).div_ceil(8)
+}
+
+/// The 64-bit little-endian word at byte `at` of `buf`, with bytes past its end read as zero
+/// (a fixed 8-byte load where the buffer has them: no variable-length copy).
+#[inline]
+fn load(buf: &[u8], at: usize) -> u64 {
+    match buf.get(at..at + 8) {
+        Some(b) => u64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+        None => {
+            let mut b = [0u8; 8];
+            for (i, v) in buf.iter().skip(at).take(8).enumerate() {
+                b[i] = *v;
+            }
+            u64::from_le_bytes(b)
+        }
     }
-    v
+}
+
+#[inline]
+fn mask(width: u8) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+fn get_bits(buf: &[u8], bit: usize, width: u8) -> u64 {
+    let _ = window(bit, width);
+    (load(buf, bit / 8) >> (bit % 8)) & mask(width)
 }
 
 fn set_bits(buf: &mut [u8], bit: usize, width: u8, v: u64) {
-    for i in 0..width as usize {
-        let at = bit + i;
-        let m = 1u8 << (at % 8);
-        if (v >> i) & 1 != 0 {
-            buf[at / 8] |= m;
-        } else {
-            buf[at / 8] &= !m;
+    let w = window(bit, width);
+    let m = mask(width) << (bit % 8);
+    let word = (load(buf, w.start) & !m) | ((v << (bit % 8)) & m);
+    let bytes = word.to_le_bytes();
+    match buf.get_mut(w.start..w.start + 8) {
+        // Bytes of the window's word outside the span are written back unchanged.
+        Some(dst) => dst.copy_from_slice(&bytes),
+        None => {
+            for (d, b) in buf[w].iter_mut().zip(bytes) {
+                *d = b;
+            }
         }
     }
 }
@@ -125,6 +201,20 @@ fn set_bits(buf: &mut [u8], bit: usize, width: u8, v: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_bit_spans_keep_their_neighbours() {
+        let mut b = [0xffu8; 9];
+        set_bits(&mut b, 3, 57, 0);
+        assert_eq!(b, [0b0000_0111, 0, 0, 0, 0, 0, 0, 0xf0, 0xff]);
+        set_bits(&mut b, 3, 57, (1 << 57) - 1);
+        assert_eq!(b, [0xff; 9]);
+        set_bits(&mut b, 8, 32, 0x1234_5678);
+        assert_eq!(get_bits(&b, 8, 32), 0x1234_5678);
+        assert_eq!(get_bits(&b, 4, 8), 0x8f);
+        assert_eq!(b[0], 0xff);
+        assert_eq!(b[5], 0xff);
+    }
 
     #[test]
     fn bits_round_trip_across_byte_boundaries() {
@@ -149,5 +239,13 @@ mod tests {
     #[test]
     fn function_table_is_sorted_for_binary_search() {
         assert!(FUNCTION_SINCE.windows(2).all(|w| w[0].0 < w[1].0));
+        for &(name, g) in FUNCTION_SINCE {
+            assert_eq!(function_since(name), Some(g), "{name}");
+            assert_eq!(function_since(&name[..name.len() - 1]), None);
+        }
+        assert_eq!(function_since(""), None);
+        assert_eq!(function_since("zzz"), None);
+        const AT_COMPILE_TIME: Option<Generation> = function_since("hsaKmtCreateQueueV2");
+        assert_eq!(AT_COMPILE_TIME, Some(Generation::NEWEST));
     }
 }

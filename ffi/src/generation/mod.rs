@@ -18,7 +18,7 @@
 mod imports;
 
 use crate::gen_bindings::BOUND;
-use hsakmt_core::abi::generation::{function_since, Generation, Record, MAX_RECORD_SIZE};
+use hsakmt_core::abi::generation::{function_since, Generation, Record};
 pub use imports::{loaded_objects, ObjectImports};
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -103,16 +103,26 @@ pub fn choose(objects: &[ObjectImports]) -> (Generation, String) {
     }
 }
 
-/// The generation of a plain-symbol caller of `function`: the process's choice, but never
-/// older than the generation that introduced the function (its callers' headers had it).
+/// The generation of a plain-symbol caller of a function introduced in `since` (its
+/// [`function_since`]): the process's choice, but never older than the generation that
+/// introduced the function (its callers' headers had it). See [`for_function!`].
 #[inline]
-pub fn for_function(function: &str) -> Generation {
+pub fn for_since(since: Option<Generation>) -> Generation {
     let g = current();
-    match function_since(function) {
+    match since {
         Some(since) if since > g => since,
         _ => g,
     }
 }
+
+/// `for_function!("hsaKmtX")`: the generation of a plain-symbol caller of `hsaKmtX`, with the
+/// function's introduction looked up at compile time (a plain export pays one atomic load).
+macro_rules! for_function {
+    ($name:expr) => {
+        $crate::generation::for_since(const { hsakmt_core::abi::generation::function_since($name) })
+    };
+}
+pub(crate) use for_function;
 
 /// Write `v` (our layout of `r`) to `dst` as generation `g` lays `r` out: exactly
 /// `g.size_of(r)` bytes, never more.
@@ -126,14 +136,34 @@ pub unsafe fn write_record<T: Copy>(g: Generation, r: Record, v: &T, dst: *mut u
         // SAFETY: the caller's contract (our layout is `T`'s).
         None => unsafe { dst.cast::<T>().write_unaligned(*v) },
         Some(l) => {
-            let mut buf = [0u8; MAX_RECORD_SIZE];
             // SAFETY: `T` has no padding (the caller's contract), so all its bytes are
-            // initialised; `size_of::<T>() == r.newest_size() <= MAX_RECORD_SIZE`.
+            // initialised.
             let newest = unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) };
-            l.to_old(newest, &mut buf[..l.size]);
-            // SAFETY: the caller's contract covers `l.size` bytes at `dst`.
-            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), dst, l.size) };
+            // SAFETY: the caller's contract covers `l.size` bytes at `dst`; once zeroed they are
+            // initialised bytes, and nothing else refers to them during the call.
+            let old = unsafe {
+                std::ptr::write_bytes(dst, 0, l.size);
+                std::slice::from_raw_parts_mut(dst, l.size)
+            };
+            l.members_to_old(newest, old);
         }
+    }
+}
+
+/// Write `v` as the member at byte `offset` of our layout of `r` into `dst`, a record of
+/// generation `g`'s layout: where `g` has the member; nowhere if it does not.
+///
+/// # Safety
+/// `dst` must be valid for writes of `g.size_of(r)` bytes; `offset` must be a member's offset
+/// in our layout of `r`, of a member of type `V`.
+pub unsafe fn write_member<V: Copy>(g: Generation, r: Record, offset: usize, v: V, dst: *mut u8) {
+    let at = match g.layout(r) {
+        None => Some(offset),
+        Some(l) => l.old_offset(offset).filter(|&o| o + size_of::<V>() <= l.size),
+    };
+    if let Some(at) = at {
+        // SAFETY: inside the caller's record (checked against `g`'s size).
+        unsafe { dst.add(at).cast::<V>().write_unaligned(v) };
     }
 }
 
