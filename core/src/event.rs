@@ -176,8 +176,9 @@ impl Events {
     }
 }
 
-/// Debug events behave as signal events; every other type is system-defined.
-fn is_system_event(ty: u32) -> bool {
+/// Debug events behave as signal events; every other type is system-defined (SetEvent and
+/// ResetEvent refuse them).
+pub fn is_system_event(ty: u32) -> bool {
     ty != HSA_EVENTTYPE_SIGNAL && ty != HSA_EVENTTYPE_DEBUG_EVENT
 }
 

@@ -12,15 +12,39 @@ pub fn guard(name: &'static str, f: impl FnOnce() -> Result<(), Status>) -> HSAK
     let _errno = ErrnoKeeper::save();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => Status::SUCCESS.0,
+        Ok(Err(s)) => failed(name, s),
+        Err(_) => panicked(name),
+    }
+}
+
+/// [`guard`] for a path that makes no system call (the lock-free reads: an atomic open check
+/// and plain memory): errno is saved only around the logging of a failure or a panic, the one
+/// thing here that may change it, so the hot path does not pay for keeping it.
+#[inline]
+pub fn guard_pure(name: &'static str, f: impl FnOnce() -> Result<(), Status>) -> HSAKMT_STATUS {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => Status::SUCCESS.0,
         Ok(Err(s)) => {
-            crate::log::debug(format_args!("{name}: {s}\n"));
-            s.0
+            let _errno = ErrnoKeeper::save();
+            failed(name, s)
         }
         Err(_) => {
-            crate::log::error(format_args!("{name}: internal error (panic caught at the C boundary)\n"));
-            Status::ERROR.0
+            let _errno = ErrnoKeeper::save();
+            panicked(name)
         }
     }
+}
+
+#[cold]
+fn failed(name: &'static str, s: Status) -> HSAKMT_STATUS {
+    crate::log::debug(format_args!("{name}: {s}\n"));
+    s.0
+}
+
+#[cold]
+fn panicked(name: &'static str) -> HSAKMT_STATUS {
+    crate::log::error(format_args!("{name}: internal error (panic caught at the C boundary)\n"));
+    Status::ERROR.0
 }
 
 thread_local! {

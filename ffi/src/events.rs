@@ -11,14 +11,18 @@
 //! read (upstream's calloc of 0xFFFFFFFF entries fails with that status; for counts its calloc
 //! serves, upstream reads every pointer and the KFD's ENOMEM makes it ERROR).
 //!
-//! Waits take what they need under the thunk lock (each event's KFD id and type, the port),
-//! release it, and block in the KFD, so other threads can set events meanwhile. Waits on up to
-//! 16 events, SetEvent, ResetEvent and QueryEventState allocate nothing.
+//! The calls a runtime makes per dispatch take no thunk lock: each event's KFD id and type come
+//! from the published event index (`crate::published`, kept by CreateEvent and DestroyEvent
+//! under the lock), the port from the published port. QueryEventState is an index lookup;
+//! SetEvent and ResetEvent one ioctl; a wait blocks in the KFD with a reference of its own to
+//! the port (a poll, with a zero timeout, needs none), so other threads set events meanwhile.
+//! Waits on up to 16 events, SetEvent, ResetEvent and QueryEventState allocate nothing.
 
-use crate::boundary::{guard, out};
-use crate::global::{pid, thunk, with_ctx, with_ctx_mut};
+use crate::boundary::{guard, guard_pure, out};
+use crate::global::{with_ctx, with_ctx_mut};
+use crate::published::{self, Lookup, EVENTS};
 use hsakmt_core::abi::hsakmt::*;
-use hsakmt_core::event::{self, EventData, EventDesc};
+use hsakmt_core::event::{self, is_system_event, EventData, EventDesc};
 use hsakmt_core::{KmtResult, Status};
 
 /// Waits on up to this many events keep their arrays on the stack.
@@ -34,25 +38,29 @@ pub unsafe extern "C" fn hsaKmtCreateEvent(
     Event: *mut *mut HsaEvent,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtCreateEvent", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
-        let d = unsafe { EventDesc.as_ref() }.ok_or(Status::INVALID_PARAMETER)?;
-        // SAFETY: the C caller's pointer contract.
-        let out = unsafe { out(Event) }?;
-        // SAFETY: both members of the SyncVar union are 8 bytes of plain data.
-        let user_data = unsafe { d.SyncVar.SyncVar.UserDataPtrValue };
-        let desc =
-            EventDesc { event_type: d.EventType, node_id: d.NodeId, sync_user_data: user_data, sync_var_size: d.SyncVar.SyncVarSize };
-        match with_ctx_mut(|c| c.create_event(&desc, ManualReset, IsSignaled)) {
-            Ok(addr) => {
-                *out = addr as *mut HsaEvent;
-                Ok(())
+        // One locked section: the open check first, then the arguments (upstream's order).
+        with_ctx_mut(|c| {
+            // SAFETY: the C caller's pointer contract.
+            let d = unsafe { EventDesc.as_ref() }.ok_or(Status::INVALID_PARAMETER)?;
+            // SAFETY: the C caller's pointer contract.
+            let out = unsafe { out(Event) }?;
+            // SAFETY: both members of the SyncVar union are 8 bytes of plain data.
+            let user_data = unsafe { d.SyncVar.SyncVar.UserDataPtrValue };
+            let desc =
+                EventDesc { event_type: d.EventType, node_id: d.NodeId, sync_user_data: user_data, sync_var_size: d.SyncVar.SyncVarSize };
+            match c.create_event(&desc, ManualReset, IsSignaled) {
+                Ok(addr) => {
+                    let (id, ty) = c.event_wait_entry(addr)?;
+                    EVENTS.insert(addr, id, ty);
+                    *out = addr as *mut HsaEvent;
+                    Ok(())
+                }
+                Err(s) => {
+                    *out = std::ptr::null_mut();
+                    Err(s)
+                }
             }
-            Err(s) => {
-                *out = std::ptr::null_mut();
-                Err(s)
-            }
-        }
+        })
     })
 }
 
@@ -60,7 +68,14 @@ pub unsafe extern "C" fn hsaKmtCreateEvent(
 /// `Event` is looked up by address, never dereferenced.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtDestroyEvent(Event: *mut HsaEvent) -> HSAKMT_STATUS {
-    guard("hsaKmtDestroyEvent", || with_ctx_mut(|c| c.destroy_event(handle(Event)?)))
+    guard("hsaKmtDestroyEvent", || {
+        with_ctx_mut(|c| {
+            let ev = handle(Event)?;
+            c.destroy_event(ev)?;
+            EVENTS.remove(ev);
+            Ok(())
+        })
+    })
 }
 
 /// # Safety
@@ -77,19 +92,27 @@ pub unsafe extern "C" fn hsaKmtResetEvent(Event: *mut HsaEvent) -> HSAKMT_STATUS
     guard("hsaKmtResetEvent", || set_reset(Event, false))
 }
 
-/// Set or reset: the event's id and the port under the thunk lock, the ioctl without it (as
-/// upstream, which takes no lock here), so the thread this wakes never waits for our lock when
-/// it answers at once (a ping-pong of events).
+/// Set or reset, without the thunk lock (upstream takes none here either): the open check, the
+/// event's id from the index, one ioctl on the published port. A thread this wakes never waits
+/// for a lock of ours when it answers at once (a ping-pong of events).
 fn set_reset(ev: *mut HsaEvent, set: bool) -> KmtResult<()> {
-    let (id, kfd) = with_ctx(|c| Ok((c.event_signal_target(handle(ev)?)?, c.kfd_shared())))?;
-    event::set_reset(&*kfd, set, id)
+    published::check_open()?;
+    let (id, ty) = entry(ev)?;
+    if is_system_event(ty) {
+        return Err(Status::ERROR);
+    }
+    published::with_port(|kfd| event::set_reset(kfd, set, id))?
 }
 
 /// # Safety
 /// `Event` is looked up by address, never dereferenced.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtQueryEventState(Event: *mut HsaEvent) -> HSAKMT_STATUS {
-    guard("hsaKmtQueryEventState", || with_ctx(|c| c.query_event_state(handle(Event)?)))
+    // Upstream only checks the event: here an index lookup, no lock and no system call.
+    guard_pure("hsaKmtQueryEventState", || {
+        published::check_open()?;
+        entry(Event).map(|_| ())
+    })
 }
 
 /// # Safety
@@ -145,6 +168,19 @@ fn handle(ev: *mut HsaEvent) -> KmtResult<usize> {
     }
 }
 
+/// The KFD id and type of the event at `ev` (the caller has checked that the thunk is open):
+/// from the index without a lock; from the context if the index does not hold every event.
+/// NULL, foreign or destroyed: INVALID_HANDLE.
+#[inline]
+fn entry(ev: *mut HsaEvent) -> KmtResult<(u32, u32)> {
+    let h = handle(ev)?;
+    match EVENTS.lookup(h) {
+        Lookup::Live(id, ty) => Ok((id, ty)),
+        Lookup::Unknown => Err(Status::INVALID_HANDLE),
+        Lookup::Ask => with_ctx(|c| c.event_wait_entry(h)),
+    }
+}
+
 /// # Safety
 /// As hsaKmtWaitOnEvent_Ext.
 unsafe fn wait_one(name: &'static str, ev: *mut HsaEvent, ms: u32, age: *mut u64) -> HSAKMT_STATUS {
@@ -160,10 +196,9 @@ unsafe fn wait_one(name: &'static str, ev: *mut HsaEvent, ms: u32, age: *mut u64
 /// As hsaKmtWaitOnMultipleEvents_Ext.
 unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all: bool, ms: u32, ages: *mut u64) -> HSAKMT_STATUS {
     guard(name, || {
-        // One thunk lock for the open check and the entries (a second lock and pid check per
-        // wait showed in the wake round trip).
-        let t = thunk();
-        let c = t.ctx(pid())?;
+        // No thunk lock: the open check and the entries are published; a wait that may
+        // sleep holds a reference of its own to the port.
+        published::check_open()?;
         if evs.is_null() {
             return Err(Status::INVALID_HANDLE);
         }
@@ -193,9 +228,8 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             types_heap = vec![0u32; n];
             (&mut data_heap, &mut types_heap)
         };
-        // Under the lock: ids, types and the port. Then wait without it.
         for (i, (d, ty)) in data.iter_mut().zip(types.iter_mut()).enumerate() {
-            let (id, event_type) = c.event_wait_entry(handle(ptrs[i])?)?;
+            let (id, event_type) = entry(ptrs[i])?;
             let age = match &ages {
                 Some(a) if event_type == HSA_EVENTTYPE_SIGNAL => a[i],
                 _ => 0,
@@ -203,10 +237,13 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             *d = EventData::new(id, age);
             *ty = event_type;
         }
-        let kfd = c.kfd_shared();
-        drop(t);
-        let mut result = event::wait(&*kfd, data, all, ms);
-        drop(kfd);
+        let mut result = if ms == 0 {
+            // A poll never sleeps: it may run on the published port.
+            published::with_port(|kfd| event::wait(kfd, data, all, 0))?
+        } else {
+            let kfd = published::port_arc()?;
+            event::wait(&*kfd, data, all, ms)
+        };
         // Exception data only exists for memory and HW-exception events: skip the lock otherwise.
         if result.is_ok() && types.iter().any(|&t| t == HSA_EVENTTYPE_MEMORY || t == HSA_EVENTTYPE_HW_EXCEPTION) {
             result = with_ctx_mut(|c| c.finish_event_wait(ptrs.iter().map(|&p| p as usize), data));

@@ -18,6 +18,7 @@ pub mod log;
 mod memory;
 mod openclose;
 mod plugin;
+pub mod published;
 mod queues;
 pub mod safe;
 mod svm;

@@ -1,10 +1,10 @@
 //! OpenClose and version/runtime/clock exports: hsaKmtOpenKFD, hsaKmtCloseKFD,
 //! hsaKmtGetVersion, hsaKmtModelEnabled, hsaKmtRuntime*, hsaKmtGetClockCounters.
 
-use crate::boundary::{guard, guard_status, out};
+use crate::boundary::{guard, guard_pure, guard_status, out};
 use crate::global::{self, pid, with_ctx, with_ctx_mut};
 use hsakmt_core::abi::hsakmt::*;
-use hsakmt_core::{Backend, Status};
+use hsakmt_core::Status;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -25,7 +25,9 @@ pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
         })?;
         global::install_fork_handlers();
         let mut t = global::thunk();
-        t.open(pid(), global::make_port).map_err(|e| {
+        let opened = t.open(pid(), global::make_port);
+        crate::published::publish(&t);
+        opened.map_err(|e| {
             crate::log::error(format_args!("hsaKmtOpenKFD: {}\n", e.message));
             crate::boundary::set_last_error(e.message);
             e.status
@@ -35,15 +37,22 @@ pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn hsaKmtCloseKFD() -> HSAKMT_STATUS {
-    guard("hsaKmtCloseKFD", || global::thunk().close(pid()))
+    guard("hsaKmtCloseKFD", || {
+        let mut t = global::thunk();
+        let closed = t.close(pid());
+        crate::published::publish(&t);
+        closed
+    })
 }
 
 /// # Safety
 /// `VersionInfo` must be NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetVersion(VersionInfo: *mut HsaVersionInfo) -> HSAKMT_STATUS {
-    guard("hsaKmtGetVersion", || {
-        let v = with_ctx(|c| Ok(c.version()))?;
+    // Lock-free: the open check and the version are published atomics (upstream takes no
+    // lock here either).
+    guard_pure("hsaKmtGetVersion", || {
+        let v = crate::published::version()?;
         // SAFETY: the C caller's pointer contract.
         *unsafe { out(VersionInfo) }? = v;
         Ok(())
@@ -56,11 +65,11 @@ pub unsafe extern "C" fn hsaKmtGetVersion(VersionInfo: *mut HsaVersionInfo) -> H
 /// `enable` must be NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtModelEnabled(enable: *mut bool) -> HSAKMT_STATUS {
-    guard("hsaKmtModelEnabled", || {
+    guard_pure("hsaKmtModelEnabled", || {
         // SAFETY: the C caller's pointer contract.
         let enable = unsafe { out(enable) }?;
         // Upstream decides on a model inside OpenKFD: before an open the answer is false.
-        *enable = with_ctx(|c| Ok(c.backend() != Backend::Kernel)).unwrap_or(false);
+        *enable = crate::published::on_model().unwrap_or(false);
         Ok(())
     })
 }
