@@ -129,10 +129,25 @@ pub fn open_config() -> OpenConfig {
     cfg
 }
 
+/// A port for tests and benches to open instead of the one the environment selects.
+pub type PortFactory = fn() -> Box<dyn Kfd>;
+
+static PORT_OVERRIDE: std::sync::Mutex<Option<PortFactory>> = std::sync::Mutex::new(None);
+
+/// Make the next opens use `factory`'s port (`None`: the environment decides again). A Rust
+/// hook for benches and tests (a null port measures the thunk alone); not part of the C API.
+#[doc(hidden)]
+pub fn set_port_override(factory: Option<PortFactory>) {
+    *PORT_OVERRIDE.lock().unwrap_or_else(|e| e.into_inner()) = factory;
+}
+
 /// Build the port the environment selects. Model configuration errors are always printed
 /// (they are a user's setup mistake and the status alone cannot say what is wrong).
 pub fn make_port() -> Result<(Box<dyn Kfd>, OpenConfig), OpenError> {
     log::init_from_env();
+    if let Some(factory) = *PORT_OVERRIDE.lock().unwrap_or_else(|e| e.into_inner()) {
+        return Ok((factory(), open_config()));
+    }
     let model_err = |what: String| {
         eprintln!("hsakmt: {what}");
         OpenError { status: Status::ERROR, message: what }
