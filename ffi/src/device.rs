@@ -14,8 +14,8 @@ use hsakmt_core::Status;
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetAmdGPUDeviceFd(DeviceHandle: HsaAMDGPUDeviceHandle, fd: *mut i32) -> HSAKMT_STATUS {
     guard("hsaKmtGetAmdGPUDeviceFd", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let fd = unsafe { out(fd) }?;
         let _ = DeviceHandle;
         *fd = -1;

@@ -14,7 +14,7 @@
 //! MemoryVaMap / VaUnmap map in that GPU's VM (a NodeId of another node is ERROR).
 
 use crate::boundary::{guard, out};
-use crate::global::{with_ctx, with_ctx_mut};
+use crate::global::with_ctx_mut;
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::Status;
 use std::ffi::c_void;
@@ -42,8 +42,8 @@ pub unsafe extern "C" fn hsaKmtHandleImport(
     Flags: *mut HsaHandleImportFlags,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtHandleImport", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract (NULL or readable).
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract (NULL or readable).
         let desc = unsafe { ImportDesc.as_ref() }.ok_or(Status::INVALID_HANDLE)?;
         // SAFETY: the C caller's pointer contract (NULL or writable).
         let res = unsafe { ImportResult.as_mut() }.ok_or(Status::INVALID_HANDLE)?;
@@ -77,8 +77,8 @@ pub unsafe extern "C" fn hsaKmtHandleExport(
     _Flags: *mut HsaHandleExportFlags,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtHandleExport", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract (NULL or readable).
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract (NULL or readable).
         let desc = unsafe { ExportDesc.as_ref() }.ok_or(Status::INVALID_HANDLE)?;
         // SAFETY: the C caller's pointer contract (NULL or writable).
         let res = unsafe { ExportResult.as_mut() }.ok_or(Status::INVALID_HANDLE)?;
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn hsaKmtMemoryVaMap(
     NodeId: HSAuint32,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtMemoryVaMap", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         let t = token(Handle)?;
         with_ctx_mut(|c| c.memory_va_op(t, offset, size, addr, Some(flags), Some(NodeId)))
     })
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn hsaKmtMemoryVaUnmap(
     NodeId: HSAuint32,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtMemoryVaUnmap", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         let t = token(Handle)?;
         with_ctx_mut(|c| c.memory_va_op(t, offset, size, addr, None, Some(NodeId)))
     })
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn hsaKmtMemoryVaUnmap(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMemoryCpuMap(Handle: HsaMemoryObjectHandle, out_cpu_ptr: *mut *mut c_void) -> HSAKMT_STATUS {
     guard("hsaKmtMemoryCpuMap", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         let t = token(Handle)?;
         // SAFETY: the C caller's pointer contract.
         let p = unsafe { out(out_cpu_ptr) }?;
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn hsaKmtMemoryCpuMap(Handle: HsaMemoryObjectHandle, out_c
 
 fn free(name: &'static str, h: HsaMemoryObjectHandle) -> HSAKMT_STATUS {
     guard(name, || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         let t = token(h)?;
         with_ctx_mut(|c| c.mem_handle_free(t))
     })
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn hsaKmtMemoryGetCpuAddr(
     cpu_addr: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtMemoryGetCpuAddr", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         let t = token(MemoryHandle)?;
         // SAFETY: the C caller's pointer contract.
         let out = unsafe { out(cpu_addr) }?;

@@ -38,8 +38,8 @@ unsafe fn alloc(
     addr: *mut *mut c_void,
 ) -> HSAKMT_STATUS {
     guard(name, || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let addr = unsafe { out(addr) }?;
         let fixed = (flags.bf_FixedAddress() != 0).then_some(*addr as u64);
         let va = with_ctx_mut(|c| c.alloc_memory(node, anchor, size, align, flags, fixed))?;
@@ -145,8 +145,8 @@ pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
     NodeArray: *mut HSAuint32,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtRegisterMemoryToNodes", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let nodes = unsafe { node_array(NumberOfNodes, NodeArray) }?;
         // SAFETY: the C caller's contract: the range is theirs to share with the GPUs.
         with_ctx_mut(|c| unsafe { c.register_memory(MemoryAddress as u64, MemorySizeInBytes, Some(nodes), true, false) })
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn hsaKmtRegisterMemoryWithFlags(
     MemFlags: HsaMemFlags,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtRegisterMemoryWithFlags", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         let (coarse, ext) = (MemFlags.bf_CoarseGrain() != 0, MemFlags.bf_ExtendedCoherent() != 0);
         if coarse && ext {
             return Err(Status::INVALID_PARAMETER);
@@ -191,8 +191,8 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
     AlternateVAGPU: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtMapMemoryToGPU", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract (optional out-parameter).
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract (optional out-parameter).
         let alt = unsafe { AlternateVAGPU.as_mut() };
         let v = with_ctx_mut(|c| c.map_memory_to_gpu(MemoryAddress as u64, MemorySizeInBytes, None))?;
         if let Some(alt) = alt {
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
     NodeArray: *mut HSAuint32,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtMapMemoryToGPUNodes", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         if MemoryAddress.is_null() {
             return Err(Status::ERROR);
         }
@@ -242,8 +242,8 @@ pub unsafe extern "C" fn hsaKmtUnmapMemoryToGPU(MemoryAddress: *mut c_void) -> H
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtQueryPointerInfo(Pointer: *const c_void, PointerInfo: *mut HsaPointerInfo) -> HSAKMT_STATUS {
     guard("hsaKmtQueryPointerInfo", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let info = unsafe { out(PointerInfo) }?;
         match with_ctx(|c| c.query_pointer_info(Pointer as u64)) {
             Ok(i) => {
@@ -276,8 +276,8 @@ pub unsafe extern "C" fn hsaKmtShareMemory(
     SharedMemoryHandle: *mut HsaSharedMemoryHandle,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtShareMemory", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let dst = unsafe { out(SharedMemoryHandle) }?;
         *dst = with_ctx_mut(|c| c.share_memory(MemoryAddress as u64, SizeInBytes))?;
         Ok(())
@@ -297,8 +297,8 @@ unsafe fn register_shared(
     nodes: Option<(u64, *const u32)>,
 ) -> HSAKMT_STATUS {
     guard(name, || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let h = unsafe { h.as_ref() }.ok_or(Status::INVALID_PARAMETER)?;
         // SAFETY: the C caller's pointer contract.
         let addr = unsafe { out(addr) }?;
@@ -360,8 +360,8 @@ pub unsafe extern "C" fn hsaKmtExportDMABufHandle(
     Offset: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     guard("hsaKmtExportDMABufHandle", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let fd = unsafe { out(DMABufFd) }?;
         // SAFETY: the C caller's pointer contract.
         let off = unsafe { out(Offset) }?;
@@ -448,8 +448,8 @@ unsafe fn config_array<'a>(p: *mut u32, n: usize) -> KmtResult<&'a mut [u32]> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetTileConfig(NodeId: HSAuint32, config: *mut HsaGpuTileConfig) -> HSAKMT_STATUS {
     guard("hsaKmtGetTileConfig", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let cfg = unsafe { out(config) }?;
         let (nt, nm) = (cfg.NumTileConfigs as usize, cfg.NumMacroTileConfigs as usize);
         // SAFETY: the C caller's contract: each array holds the count `config` states.
@@ -494,7 +494,7 @@ pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(NodeId: HSAuint32, DeviceHa
 /// `HsaGraphicsResourceInfo`; `nodes` must hold `n` elements.
 unsafe fn register_graphics(name: &'static str, g: Generation, handle: u64, info: *mut u8, n: u64, nodes: *const u32) -> HSAKMT_STATUS {
     guard(name, || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         if info.is_null() {
             return Err(Status::INVALID_PARAMETER);
         }

@@ -276,7 +276,7 @@ struct Request {
 /// `event` NULL or an event of this thunk.
 unsafe fn create(g: Generation, r: Request, event: *mut HsaEvent, res: *mut u8) -> HSAKMT_STATUS {
     guard(r.name, || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         if res.is_null() {
             return Err(Status::INVALID_PARAMETER);
         }
@@ -342,7 +342,7 @@ pub unsafe extern "C" fn hsaKmtDestroyQueue(QueueId: HSA_QUEUEID) -> HSAKMT_STAT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtSetQueueCUMask(QueueId: HSA_QUEUEID, CUMaskCount: HSAuint32, QueueCUMask: *mut HSAuint32) -> HSAKMT_STATUS {
     guard("hsaKmtSetQueueCUMask", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         if CUMaskCount == 0 || QueueCUMask.is_null() || !CUMaskCount.is_multiple_of(32) {
             return Err(Status::INVALID_PARAMETER);
         }
@@ -377,7 +377,7 @@ pub unsafe extern "C" fn plain_hsaKmtGetQueueInfo(QueueId: HSA_QUEUEID, QueueInf
 /// `dst` must be NULL or writable for generation `g`'s `HsaQueueInfo`.
 unsafe fn queue_info(g: Generation, id: HSA_QUEUEID, dst: *mut u8) -> HSAKMT_STATUS {
     guard("hsaKmtGetQueueInfo", || {
-        with_ctx(|_| Ok(()))?;
+        crate::published::check_open()?; // the open check first (upstream), without a lock
         if dst.is_null() {
             return Err(Status::INVALID_PARAMETER);
         }
@@ -402,8 +402,8 @@ unsafe fn queue_info(g: Generation, id: HSA_QUEUEID, dst: *mut u8) -> HSAKMT_STA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetKernelQueueId(QueueId: HSA_QUEUEID, KernelInternalQueueId: *mut HSAuint32) -> HSAKMT_STATUS {
     guard("hsaKmtGetKernelQueueId", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let out = unsafe { out(KernelInternalQueueId) }?;
         *out = with_ctx(|c| c.kernel_queue_id(QueueId))?;
         Ok(())
@@ -469,8 +469,8 @@ pub unsafe extern "C" fn hsaKmtSetTrapHandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtReportQueue(QueueId: HSA_QUEUEID, QueueReport: *mut HsaQueueReport) -> HSAKMT_STATUS {
     guard("hsaKmtReportQueue", || {
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let out = unsafe { out(QueueReport) }?;
         let (ring, size) = with_ctx(|c| c.queue_ring(QueueId))?;
         out.VMID = 0;

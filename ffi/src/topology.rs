@@ -15,8 +15,8 @@ use std::mem::offset_of;
 pub unsafe extern "C" fn hsaKmtAcquireSystemProperties(SystemProperties: *mut HsaSystemProperties) -> HSAKMT_STATUS {
     guard("hsaKmtAcquireSystemProperties", || {
         // upstream: the open check comes before the NULL check here
-        with_ctx(|_| Ok(()))?;
-        // SAFETY: the C caller's pointer contract.
+        crate::published::check_open()?; // the open check first (upstream), without a lock
+                                         // SAFETY: the C caller's pointer contract.
         let dst = unsafe { out(SystemProperties) }?;
         *dst = with_ctx_mut(|c| {
             c.acquire_system_properties().map_err(|e| {
