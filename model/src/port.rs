@@ -44,14 +44,22 @@ fn host_path(tree: SysTree, path: &str) -> Result<std::path::PathBuf, Errno> {
 }
 
 /// The path of a CPU tree file in [`Model::host_cpus`].
-fn cpu_tree_path(tree: SysTree, path: &str) -> Result<String, Errno> {
+/// A path of the host-CPU tree (`sys/devices/system/cpu/<path>` or `proc/cpuinfo`), built in
+/// `buf` (no allocation per read: a big system's snapshot reads thousands of CPU files).
+fn cpu_tree_path<'a>(tree: SysTree, path: &str, buf: &'a mut [u8; 256]) -> Result<&'a str, Errno> {
     use crate::catalogue::cpus::{CPUINFO, SYS_CPU};
-    match tree {
-        SysTree::Cpu => Ok(format!("{SYS_CPU}/{}", path.trim_start_matches('/'))),
-        SysTree::CpuInfo if path.is_empty() => Ok(CPUINFO.to_string()),
-        SysTree::CpuInfo => Err(Errno(Errno::ENOENT)),
+    let parts: [&str; 3] = match tree {
+        SysTree::Cpu => [SYS_CPU, "/", path.trim_start_matches('/')],
+        SysTree::CpuInfo if path.is_empty() => [CPUINFO, "", ""],
+        SysTree::CpuInfo => return Err(Errno(Errno::ENOENT)),
         SysTree::Topology => unreachable!("served from the model tree"),
+    };
+    let mut n = 0;
+    for p in parts {
+        buf.get_mut(n..n + p.len()).ok_or(Errno(libc::ENAMETOOLONG))?.copy_from_slice(p.as_bytes());
+        n += p.len();
     }
+    std::str::from_utf8(&buf[..n]).map_err(|_| Errno(Errno::ENOENT))
 }
 
 fn io_errno(e: std::io::Error) -> Errno {
@@ -143,7 +151,7 @@ impl Kfd for Model {
     fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
         match (tree, self.host_cpus()) {
             (SysTree::Topology, _) => copy_out(self.tree.read(path).map_err(vfs_errno)?, buf),
-            (_, Some(cpus)) => copy_out(cpus.read(&cpu_tree_path(tree, path)?).map_err(vfs_errno)?, buf),
+            (_, Some(cpus)) => copy_out(cpus.read(cpu_tree_path(tree, path, &mut [0; 256])?).map_err(vfs_errno)?, buf),
             (_, None) => copy_out(&std::fs::read(host_path(tree, path)?).map_err(io_errno)?, buf),
         }
     }
@@ -151,7 +159,7 @@ impl Kfd for Model {
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
         match (tree, self.host_cpus()) {
             (SysTree::Topology, _) => self.tree.count_numbered(dir).map_err(vfs_errno),
-            (_, Some(cpus)) => cpus.count_numbered(&cpu_tree_path(tree, dir)?).map_err(vfs_errno),
+            (_, Some(cpus)) => cpus.count_numbered(cpu_tree_path(tree, dir, &mut [0; 256])?).map_err(vfs_errno),
             (_, None) => {
                 let rd = std::fs::read_dir(host_path(tree, dir)?).map_err(io_errno)?;
                 Ok(rd

@@ -4,15 +4,17 @@
 //! Directories are explicit entries, so empty ones (`nodes/0/caches` on a CPU node) exist as they
 //! do in real sysfs.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Entry {
     Dir,
-    File(Vec<u8>),
+    File(Arc<[u8]>),
 }
 
 /// Why a read of the tree failed (mapped to errnos by the port).
@@ -27,11 +29,71 @@ pub enum VfsError {
 /// The tree. Cheap to clone for tests; the model keeps one per instance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tree {
+    /// In path order: listings, exports.
     entries: BTreeMap<String, Entry>,
+    /// The same entries by path: a read (and a count of numbered children) is one hash
+    /// lookup, not a walk of string compares down a tree of thousands of `nodes/N/...` paths.
+    index: HashMap<String, Indexed, std::hash::BuildHasherDefault<PathHasher>>,
 }
 
-fn normalize(path: &str) -> String {
-    path.split('/').filter(|c| !c.is_empty() && *c != ".").collect::<Vec<_>>().join("/")
+/// Whether every component of a path is neither empty nor `.` (one pass over the bytes).
+fn is_normal(p: &[u8]) -> bool {
+    let mut start = 0;
+    for i in 0..=p.len() {
+        if i == p.len() || p[i] == b'/' {
+            let c = &p[start..i];
+            if c.is_empty() || c == b"." {
+                return false;
+            }
+            start = i + 1;
+        }
+    }
+    true
+}
+
+/// A word-at-a-time multiplicative hash (FxHash's step) for the index: a path costs a few
+/// cycles per 8 bytes (the default SipHash was a tenth of a big snapshot). The keys are the
+/// model's own paths, so flooding is no concern.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PathHasher(u64);
+
+impl std::hash::Hasher for PathHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7cc1_b727_220a_95);
+        }
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(last) ^ bytes.len() as u64).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+}
+
+/// An entry of the index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Indexed {
+    /// A directory and how many of its children have a purely decimal name.
+    Dir {
+        numbered: u32,
+    },
+    File(Arc<[u8]>),
+}
+
+/// Whether a name is purely decimal (`nodes/3`, `io_links/12`).
+fn is_numbered(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The path without empty and `.` components; borrowed (no allocation) when it has none.
+fn normalize(path: &str) -> Cow<'_, str> {
+    if is_normal(path.as_bytes()) {
+        return Cow::Borrowed(path);
+    }
+    Cow::Owned(path.split('/').filter(|c| !c.is_empty() && *c != ".").collect::<Vec<_>>().join("/"))
 }
 
 impl Tree {
@@ -48,24 +110,42 @@ impl Tree {
                 cur.push('/');
             }
             cur.push_str(comp);
-            self.entries.entry(cur.clone()).or_insert(Entry::Dir);
+            if !self.entries.contains_key(&cur) {
+                self.entries.insert(cur.clone(), Entry::Dir);
+                self.index.insert(cur.clone(), Indexed::Dir { numbered: 0 });
+                self.count_child(&cur);
+            }
         }
     }
 
     /// Add (or replace) a file, creating its parent directories.
     pub fn add_file(&mut self, path: &str, contents: impl Into<Vec<u8>>) {
-        let path = normalize(path);
+        let path = normalize(path).into_owned();
         if let Some((parent, _)) = path.rsplit_once('/') {
             self.add_dir(parent);
         }
-        self.entries.insert(path, Entry::File(contents.into()));
+        let data: Arc<[u8]> = contents.into().into();
+        if self.index.insert(path.clone(), Indexed::File(data.clone())).is_none() {
+            self.count_child(&path);
+        }
+        self.entries.insert(path, Entry::File(data));
+    }
+
+    /// A new entry at `path`: its parent directory counts it if its name is numbered.
+    fn count_child(&mut self, path: &str) {
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+        if is_numbered(name) {
+            if let Some(Indexed::Dir { numbered }) = self.index.get_mut(parent) {
+                *numbered += 1;
+            }
+        }
     }
 
     /// The contents of a file.
     pub fn read(&self, path: &str) -> Result<&[u8], VfsError> {
-        match self.entries.get(&normalize(path)) {
-            Some(Entry::File(c)) => Ok(c),
-            Some(Entry::Dir) => Err(VfsError::WrongKind),
+        match self.index.get(normalize(path).as_ref()) {
+            Some(Indexed::File(c)) => Ok(c),
+            Some(Indexed::Dir { .. }) => Err(VfsError::WrongKind),
             None => Err(VfsError::NotFound),
         }
     }
@@ -77,30 +157,37 @@ impl Tree {
 
     pub fn is_dir(&self, path: &str) -> bool {
         let path = normalize(path);
-        path.is_empty() || matches!(self.entries.get(&path), Some(Entry::Dir))
+        path.is_empty() || matches!(self.index.get(path.as_ref()), Some(Indexed::Dir { .. }))
     }
 
     /// Names of the direct children of a directory.
     pub fn list(&self, dir: &str) -> Result<Vec<String>, VfsError> {
+        Ok(self.children(dir)?.map(str::to_string).collect())
+    }
+
+    /// The direct children of a directory, in order, without allocating a name.
+    fn children<'a>(&'a self, dir: &str) -> Result<impl Iterator<Item = &'a str> + 'a, VfsError> {
         let dir = normalize(dir);
         if !self.is_dir(&dir) {
-            return Err(if self.entries.contains_key(&dir) { VfsError::WrongKind } else { VfsError::NotFound });
+            return Err(if self.index.contains_key(dir.as_ref()) { VfsError::WrongKind } else { VfsError::NotFound });
         }
         let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-        Ok(self
-            .entries
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .filter_map(|(k, _)| {
-                let rest = &k[prefix.len()..];
-                (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_string())
-            })
-            .collect())
+        let (start, plen) = (prefix.clone(), prefix.len());
+        Ok(self.entries.range(start..).take_while(move |(k, _)| k.starts_with(&prefix)).filter_map(move |(k, _)| {
+            // A direct child: nothing but its name after the directory's prefix.
+            let rest = &k[plen..];
+            (!rest.is_empty() && !rest.contains('/')).then_some(rest)
+        }))
     }
 
     /// How many children of `dir` have a purely decimal name (sysfs `nodes/`, `io_links/`, ...).
     pub fn count_numbered(&self, dir: &str) -> Result<u32, VfsError> {
-        Ok(self.list(dir)?.iter().filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).count() as u32)
+        match self.index.get(normalize(dir).as_ref()) {
+            Some(Indexed::Dir { numbered }) => Ok(*numbered),
+            Some(Indexed::File(_)) => Err(VfsError::WrongKind),
+            // The root is no entry of its own.
+            None => Ok(self.children(dir)?.filter(|n| is_numbered(n)).count() as u32),
+        }
     }
 
     /// Number of files (not directories) in the tree.
@@ -197,6 +284,29 @@ mod tests {
         assert_eq!(t.read("nodes/0"), Err(VfsError::WrongKind));
         assert_eq!(t.read("/nodes//1/properties"), Ok(&b"a 2\n"[..]));
         assert_eq!(t.list("").unwrap(), vec!["nodes".to_string()]);
+    }
+
+    #[test]
+    fn numbered_counts_are_kept_as_entries_come() {
+        let mut t = Tree::new();
+        t.add_file("d/0", "x");
+        t.add_file("d/0", "replaced, not counted twice");
+        t.add_dir("d/1");
+        t.add_dir("d/1");
+        t.add_file("d/1/2", "nested: not a child of d");
+        t.add_file("7", "a numbered file at the root");
+        assert_eq!(t.count_numbered("d"), Ok(2));
+        assert_eq!(t.count_numbered("d/1"), Ok(1));
+        assert_eq!(t.count_numbered(""), Ok(1));
+        assert_eq!(t.count_numbered("d/0"), Err(VfsError::WrongKind));
+        // Every directory of a catalogue tree: the kept count is what a listing says.
+        let t = crate::catalogue::build("mi210").unwrap();
+        let dirs: Vec<String> = t.entries.iter().filter(|(_, e)| matches!(e, Entry::Dir)).map(|(k, _)| k.clone()).collect();
+        assert!(dirs.len() > 100);
+        for d in dirs.iter().map(String::as_str).chain([""]) {
+            let listed = t.list(d).unwrap().iter().filter(|n| is_numbered(n)).count() as u32;
+            assert_eq!(t.count_numbered(d), Ok(listed), "{d}");
+        }
     }
 
     #[test]
