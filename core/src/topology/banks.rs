@@ -83,9 +83,7 @@ pub(crate) fn parse_cache(text: &[u8]) -> Result<HsaCacheProperties, &'static st
         return Err("mandatory cache property missing (truncated or garbled file)");
     }
     if let Some(list) = siblings {
-        let mut map = [0u32; 256];
-        parse_sibling_list(list, &mut map);
-        c.SiblingMap = map;
+        parse_sibling_list(list, &mut c.SiblingMap);
     }
     Ok(c)
 }

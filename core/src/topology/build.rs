@@ -208,7 +208,9 @@ fn read_numbered<T>(
     count: u32,
     parse: fn(&[u8]) -> Result<T, &'static str>,
 ) -> Result<Vec<T>, TopologyError> {
-    let mut out = Vec::new();
+    // Sized up front (each cache record is 1 KiB: growing by doubling copied them again and
+    // again); a count a broken tree inflates only gets what the files really hold.
+    let mut out = Vec::with_capacity(count.min(1024) as usize);
     if count == 0 || !r.dir_exists(SysTree::Topology, format_args!("nodes/{sysfs}/{dir}"))? {
         return Ok(out);
     }
