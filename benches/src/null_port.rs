@@ -19,12 +19,35 @@ use hsakmt_core::abi::kfd::*;
 use hsakmt_core::event::EventData;
 use hsakmt_core::{Backend, Errno, Kfd, SysTree};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
-/// Files (or the errno of reading them) by tree and path.
-type Files<T> = Mutex<HashMap<(u8, String), Result<T, i32>>>;
+/// Files (or the errno of reading them) by path, one map per tree, Fx-hashed: a read is a
+/// hash of the path and one compare, no allocation.
+type Files<T> = Mutex<[HashMap<String, Result<T, i32>, BuildHasherDefault<Fx>>; 3]>;
+
+/// A word-at-a-time multiplicative hash (FxHash's step): a path costs a few cycles per 8
+/// bytes, unlike the default SipHash.
+#[derive(Default)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7cc1_b727_220a_95);
+        }
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+}
 
 /// What the null ports of one catalogue entry share: the model the files come from, the files
 /// read so far, and the apertures.
@@ -35,7 +58,7 @@ struct Canned {
     apertures: Vec<kfd_process_device_apertures>,
 }
 
-fn tree_key(t: SysTree) -> u8 {
+fn tree_key(t: SysTree) -> usize {
     match t {
         SysTree::Topology => 0,
         SysTree::Cpu => 1,
@@ -177,17 +200,22 @@ impl Kfd for NullPort {
 
     fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut files = self.canned.files.lock().unwrap();
-        let data = files.entry((tree_key(tree), path.to_string())).or_insert_with(|| {
-            let mut len = 1 << 16;
-            loop {
-                let mut b = vec![0u8; len];
-                match self.canned.model.read_file(tree, path, &mut b) {
-                    Ok(n) => return Ok(b[..n].to_vec()),
-                    Err(e) if e.0 == Errno::ERANGE && len < 1 << 24 => len *= 4,
-                    Err(e) => return Err(e.0),
-                }
+        let files = &mut files[tree_key(tree)];
+        let data = match files.get(path) {
+            Some(d) => d,
+            None => {
+                let mut len = 1 << 16;
+                let data = loop {
+                    let mut b = vec![0u8; len];
+                    match self.canned.model.read_file(tree, path, &mut b) {
+                        Ok(n) => break Ok(b[..n].to_vec()),
+                        Err(e) if e.0 == Errno::ERANGE && len < 1 << 24 => len *= 4,
+                        Err(e) => break Err(e.0),
+                    }
+                };
+                files.entry(path.to_string()).or_insert(data)
             }
-        });
+        };
         match data {
             Ok(d) if d.len() <= buf.len() => {
                 buf[..d.len()].copy_from_slice(d);
@@ -200,9 +228,11 @@ impl Kfd for NullPort {
 
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
         let mut counts = self.canned.counts.lock().unwrap();
-        let n = *counts
-            .entry((tree_key(tree), dir.to_string()))
-            .or_insert_with(|| self.canned.model.count_numbered_entries(tree, dir).map_err(|e| e.0));
+        let counts = &mut counts[tree_key(tree)];
+        let n = match counts.get(dir) {
+            Some(&n) => n,
+            None => *counts.entry(dir.to_string()).or_insert(self.canned.model.count_numbered_entries(tree, dir).map_err(|e| e.0)),
+        };
         n.map_err(Errno)
     }
 
