@@ -106,14 +106,22 @@ impl RecordLayout {
     /// Write `newest` (our layout) as this generation's layout into `old`, which must be
     /// exactly `self.size` bytes; bytes no member covers become zero.
     pub fn to_old(&self, newest: &[u8], old: &mut [u8]) {
-        debug_assert_eq!(old.len(), self.size);
-        old.fill(0);
-        self.members_to_old(newest, old);
+        assert_eq!(old.len(), self.size);
+        // SAFETY: `old` is `self.size` writable bytes.
+        unsafe { self.write_old(newest, old.as_mut_ptr()) }
     }
 
-    /// [`RecordLayout::to_old`] into an `old` that is already all zero.
-    pub fn members_to_old(&self, newest: &[u8], old: &mut [u8]) {
-        debug_assert_eq!(old.len(), self.size);
+    /// [`RecordLayout::to_old`] into raw memory that may be uninitialised (a C caller's
+    /// struct): zeroed as a whole (one `memset`), then each span copied and the bitfields set.
+    ///
+    /// # Safety
+    /// `old` must be valid for writes of `self.size` bytes; `newest` must be our layout's size.
+    pub unsafe fn write_old(&self, newest: &[u8], old: *mut u8) {
+        // SAFETY: the caller's `self.size` bytes, initialised by the zeroing.
+        let old = unsafe {
+            core::ptr::write_bytes(old, 0, self.size);
+            core::slice::from_raw_parts_mut(old, self.size)
+        };
         for s in self.bytes {
             let (n, o, l) = (s.new as usize, s.old as usize, s.len as usize);
             old[o..o + l].copy_from_slice(&newest[n..n + l]);
@@ -177,11 +185,13 @@ fn mask(width: u8) -> u64 {
     }
 }
 
+#[inline]
 fn get_bits(buf: &[u8], bit: usize, width: u8) -> u64 {
     let _ = window(bit, width);
     (load(buf, bit / 8) >> (bit % 8)) & mask(width)
 }
 
+#[inline]
 fn set_bits(buf: &mut [u8], bit: usize, width: u8, v: u64) {
     let w = window(bit, width);
     let m = mask(width) << (bit % 8);
@@ -201,6 +211,47 @@ fn set_bits(buf: &mut [u8], bit: usize, width: u8, v: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference conversion: zero everything, then copy each span and bitfield.
+    fn to_old_reference(l: &RecordLayout, newest: &[u8]) -> alloc::vec::Vec<u8> {
+        let mut old = alloc::vec![0u8; l.size];
+        for s in l.bytes {
+            let (n, o, len) = (s.new as usize, s.old as usize, s.len as usize);
+            old[o..o + len].copy_from_slice(&newest[n..n + len]);
+        }
+        for b in l.bits {
+            for i in 0..b.width as usize {
+                let (from, to) = (b.new as usize + i, b.old as usize + i);
+                if newest[from / 8] >> (from % 8) & 1 != 0 {
+                    old[to / 8] |= 1 << (to % 8);
+                }
+            }
+        }
+        old
+    }
+
+    #[test]
+    fn every_layout_converts_as_the_reference_into_garbage_memory() {
+        let mut x = 0x9e37_79b9_u32;
+        for g in Generation::ALL {
+            for r in Record::ALL {
+                let Some(l) = g.layout(r) else { continue };
+                assert!(l.bytes.windows(2).all(|w| w[0].old + w[0].len <= w[1].old), "{g:?} {r:?}: spans sorted and disjoint");
+                let newest: alloc::vec::Vec<u8> = (0..r.newest_size())
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        x as u8
+                    })
+                    .collect();
+                // Whatever the destination held before is overwritten: every byte is written.
+                let mut old = alloc::vec![0xa5u8; l.size];
+                l.to_old(&newest, &mut old);
+                assert_eq!(old, to_old_reference(l, &newest), "{g:?} {r:?}");
+            }
+        }
+    }
 
     #[test]
     fn wide_bit_spans_keep_their_neighbours() {

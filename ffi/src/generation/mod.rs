@@ -139,13 +139,8 @@ pub unsafe fn write_record<T: Copy>(g: Generation, r: Record, v: &T, dst: *mut u
             // SAFETY: `T` has no padding (the caller's contract), so all its bytes are
             // initialised.
             let newest = unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) };
-            // SAFETY: the caller's contract covers `l.size` bytes at `dst`; once zeroed they are
-            // initialised bytes, and nothing else refers to them during the call.
-            let old = unsafe {
-                std::ptr::write_bytes(dst, 0, l.size);
-                std::slice::from_raw_parts_mut(dst, l.size)
-            };
-            l.members_to_old(newest, old);
+            // SAFETY: the caller's contract covers `l.size` bytes at `dst`.
+            unsafe { l.write_old(newest, dst) };
         }
     }
 }
