@@ -8,7 +8,9 @@
 //!   the model would (captured once); CREATE_EVENT hands out increasing ids with their slot;
 //!   ALLOC_MEMORY_OF_GPU increasing handles; MAP/UNMAP report every device done;
 //!   GET_CLOCK_COUNTERS a counter that only counts calls; everything else succeeds with its
-//!   argument unchanged. WAIT_EVENTS is always satisfied at once.
+//!   argument unchanged. WAIT_EVENTS is always satisfied at once. (Counters are plain loads and
+//!   stores, not atomic increments: the port must cost as little as possible, and the benches
+//!   call it from one thread.)
 //! - Memory is real (the thunk writes to what it maps): the KFD file and BOs are anonymous
 //!   mappings, reservations PROT_NONE ones, as the kernel would give.
 //!
@@ -145,7 +147,8 @@ impl Kfd for NullPort {
             }
             AMDKFD_IOC_CREATE_EVENT => {
                 let mut a: kfd_ioctl_create_event_args = get(arg);
-                let id = self.next_event.fetch_add(1, Ordering::Relaxed) % 4096;
+                let id = self.next_event.load(Ordering::Relaxed) % 4096;
+                self.next_event.store(id + 1, Ordering::Relaxed);
                 a.event_id = id;
                 a.event_slot_index = id;
                 a.event_trigger_data = id;
@@ -153,7 +156,8 @@ impl Kfd for NullPort {
             }
             AMDKFD_IOC_ALLOC_MEMORY_OF_GPU => {
                 let mut a: kfd_ioctl_alloc_memory_of_gpu_args = get(arg);
-                let h = self.next_handle.fetch_add(1, Ordering::Relaxed);
+                let h = self.next_handle.load(Ordering::Relaxed);
+                self.next_handle.store(h + 1, Ordering::Relaxed);
                 a.handle = h;
                 a.mmap_offset = h << 32;
                 put(arg, &a);
