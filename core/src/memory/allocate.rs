@@ -273,7 +273,8 @@ impl Memory {
         if let Some(i) = self.scratch_index(addr) {
             return self.free_scratch(kfd, i);
         }
-        let Some(bo) = self.bos.get(addr).cloned() else {
+        // Borrowed, not cloned: the table only changes once the KFD has let go of the BO.
+        let Some(bo) = self.bos.get(addr) else {
             return if self.svm_api { Ok(()) } else { Err(Status::MEMORY_NOT_REGISTERED) };
         };
         if bo.kind.is_registration() && bo.kind != BoKind::IpcImport {
@@ -286,8 +287,8 @@ impl Memory {
                 self.free_bo_handle(kfd, h).map_err(|_| Status::ERROR)?;
             }
         }
-        self.bos.remove(addr);
         let va_size = if bo.flags.bf_AQLQueueMemory() != 0 { bo.size() * 2 } else { bo.size() };
+        self.bos.remove(addr);
         if self.in_mem_handle(addr) {
             if let Some(a) = self.mem_handle.as_mut() {
                 a.free(addr);

@@ -39,9 +39,12 @@ impl Memory {
         if let Some(i) = self.scratch_index(addr) {
             return self.map_scratch(kfd, i, addr, size);
         }
-        let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
+        // Borrowed, not cloned (the BO's node and handle Vecs): everything below reads the
+        // table until the mapped-node updates, which go through `start`.
+        let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)) else {
             return Err(if nodes.is_some() { Status::ERROR } else { Status::INVALID_PARAMETER });
         };
+        let (start, kind) = (bo.start(), bo.kind);
         if bo.kind == BoKind::Reserved || bo.primary_handle().is_none() || self.in_mem_handle(addr) {
             return Err(Status::INVALID_PARAMETER);
         }
@@ -53,7 +56,7 @@ impl Memory {
                 }
                 v
             }
-            None => self.default_targets(&bo),
+            None => self.default_targets(bo),
         };
         let handle = bo.primary_handle().ok_or(Status::INVALID_PARAMETER)?;
         // MapMemoryToGPUNodes: GPUs mapped now but not asked for are unmapped first.
@@ -67,7 +70,7 @@ impl Memory {
                 .collect();
             if !stale.is_empty() {
                 self.map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, &stale).map_err(|_| Status::ERROR)?;
-                if let Some(b) = self.bos.get_mut(bo.start()) {
+                if let Some(b) = self.bos.get_mut(start) {
                     for id in &stale {
                         if let Some(g) = self.gpus.iter().find(|g| g.gpu_id == *id) {
                             b.mapped_nodes.remove(g.node_id);
@@ -83,14 +86,14 @@ impl Memory {
             Ok(n) => {
                 let nodes_mapped: Vec<u32> =
                     targets.iter().take(n as usize).filter_map(|&id| self.gpu_by_id(id).map(|g| g.node_id)).collect();
-                if let Some(b) = self.bos.get_mut(bo.start()) {
+                if let Some(b) = self.bos.get_mut(start) {
                     for node in nodes_mapped {
                         b.mapped_nodes.insert(node);
                     }
                     b.mapping_count = 1;
                 }
                 // A user pointer's GPU VA differs from its CPU address: tell the caller.
-                Ok(if bo.kind == BoKind::Userptr { bo.start() + (addr & (self.page() - 1)) } else { 0 })
+                Ok(if kind == BoKind::Userptr { start + (addr & (self.page() - 1)) } else { 0 })
             }
             Err((n, _)) => {
                 // Undo the GPUs that did map, as upstream does.
@@ -120,11 +123,12 @@ impl Memory {
         if let Some(i) = self.scratch_index(addr) {
             return self.unmap_scratch(kfd, i, addr);
         }
-        let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)).cloned() else {
+        let Some(bo) = self.resolve(addr).and_then(|s| self.bos.get(s)) else {
             return if self.svm_api { Ok(()) } else { Err(Status::ERROR) };
         };
-        self.unmap_all(kfd, &bo)?;
-        if let Some(b) = self.bos.get_mut(bo.start()) {
+        let start = bo.start();
+        self.unmap_all(kfd, bo)?;
+        if let Some(b) = self.bos.get_mut(start) {
             b.mapped_nodes.clear();
             b.mapping_count = 0;
         }
