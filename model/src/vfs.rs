@@ -65,11 +65,11 @@ impl std::hash::Hasher for PathHasher {
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
             let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7cc1_b727_220a_95);
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
         }
         let mut last = [0u8; 8];
         last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(last) ^ bytes.len() as u64).wrapping_mul(0x51_7cc1_b727_220a_95);
+        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(last) ^ bytes.len() as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
