@@ -89,31 +89,42 @@ pub type KmtResult<T> = Result<T, Status>;
 #[repr(transparent)]
 pub struct Errno(pub i32);
 
-impl Errno {
-    pub const EPERM: i32 = 1;
-    pub const ENOENT: i32 = 2;
-    pub const ESRCH: i32 = 3;
-    pub const EINTR: i32 = 4;
-    pub const EIO: i32 = 5;
-    pub const E2BIG: i32 = 7;
-    pub const EBADF: i32 = 9;
-    pub const EAGAIN: i32 = 11;
-    pub const ENOMEM: i32 = 12;
-    pub const EACCES: i32 = 13;
-    pub const EFAULT: i32 = 14;
-    pub const EBUSY: i32 = 16;
-    pub const EEXIST: i32 = 17;
-    pub const ENODEV: i32 = 19;
-    pub const ENOTDIR: i32 = 20;
-    pub const EINVAL: i32 = 22;
-    pub const ENFILE: i32 = 23;
-    pub const EMFILE: i32 = 24;
-    pub const ENOTTY: i32 = 25;
-    pub const ENOSPC: i32 = 28;
-    pub const ERANGE: i32 = 34;
-    pub const ENOSYS: i32 = 38;
-    pub const ENODATA: i32 = 61;
-    pub const ETIME: i32 = 62;
-    pub const EOPNOTSUPP: i32 = 95;
-    pub const ETIMEDOUT: i32 = 110;
+/// The errno values the thunk names, from the kernel's UAPI headers (`linux-raw-sys`), not
+/// typed in: `Errno::EINVAL` is `asm-generic/errno-base.h`'s `EINVAL` of the target.
+macro_rules! errnos {
+    ($($name:ident),* $(,)?) => {
+        impl Errno {
+            $(pub const $name: i32 = linux_raw_sys::errno::$name as i32;)*
+        }
+    };
 }
+
+errnos!(
+    EPERM,
+    ENOENT,
+    ESRCH,
+    EINTR,
+    EIO,
+    E2BIG,
+    EBADF,
+    EAGAIN,
+    ENOMEM,
+    EACCES,
+    EFAULT,
+    EBUSY,
+    EEXIST,
+    ENODEV,
+    ENOTDIR,
+    EINVAL,
+    ENFILE,
+    EMFILE,
+    ENOTTY,
+    ENOSPC,
+    ERANGE,
+    ENAMETOOLONG,
+    ENOSYS,
+    ENODATA,
+    ETIME,
+    EOPNOTSUPP,
+    ETIMEDOUT,
+);

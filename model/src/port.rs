@@ -56,7 +56,7 @@ fn cpu_tree_path<'a>(tree: SysTree, path: &str, buf: &'a mut [u8; 256]) -> Resul
     };
     let mut n = 0;
     for p in parts {
-        buf.get_mut(n..n + p.len()).ok_or(Errno(libc::ENAMETOOLONG))?.copy_from_slice(p.as_bytes());
+        buf.get_mut(n..n + p.len()).ok_or(Errno(Errno::ENAMETOOLONG))?.copy_from_slice(p.as_bytes());
         n += p.len();
     }
     std::str::from_utf8(&buf[..n]).map_err(|_| Errno(Errno::ENOENT))
