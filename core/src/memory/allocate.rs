@@ -197,8 +197,8 @@ impl Memory {
     /// ALLOC_MEMORY_OF_GPU of a BO that is not a userptr (VRAM, GTT, doorbell, MMIO) at `va`, a
     /// range of this manager's reservations: the memory is the KFD's new BO. A userptr needs
     /// [`Memory::alloc_userptr_bo`] (ERROR here).
-    pub(super) fn alloc_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
-        if ioc & flags::ioc::USERPTR != 0 {
+    pub(super) fn alloc_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, size: u64, ioc: AllocFlags) -> KmtResult<(u64, u64)> {
+        if ioc.contains(AllocFlags::USERPTR) {
             return Err(Status::ERROR);
         }
         // SAFETY: not a userptr, so no process memory is handed over: the BO is new device
@@ -212,9 +212,17 @@ impl Memory {
     /// # Safety
     /// `[cpu, cpu + size)` must be memory the GPUs may read and write until the BO is freed
     /// ([`Kfd::ioctl`]'s contract for memory handed to a GPU).
-    pub(super) unsafe fn alloc_userptr_bo(&self, kfd: &dyn Kfd, gpu: Gpu, va: u64, cpu: u64, size: u64, ioc: u32) -> KmtResult<(u64, u64)> {
+    pub(super) unsafe fn alloc_userptr_bo(
+        &self,
+        kfd: &dyn Kfd,
+        gpu: Gpu,
+        va: u64,
+        cpu: u64,
+        size: u64,
+        ioc: AllocFlags,
+    ) -> KmtResult<(u64, u64)> {
         // SAFETY: the caller's contract.
-        unsafe { self.alloc_bo_raw(kfd, gpu, va, cpu, size, ioc | flags::ioc::USERPTR) }
+        unsafe { self.alloc_bo_raw(kfd, gpu, va, cpu, size, ioc | AllocFlags::USERPTR) }
     }
 
     /// # Safety
@@ -227,13 +235,13 @@ impl Memory {
         va: u64,
         mmap_offset_in: u64,
         size: u64,
-        ioc: u32,
+        ioc: AllocFlags,
     ) -> KmtResult<(u64, u64)> {
         let mut a: kfd_ioctl_alloc_memory_of_gpu_args = FromZeros::new_zeroed();
         a.va_addr = va;
         a.size = size;
         a.gpu_id = gpu.gpu_id;
-        a.flags = ioc;
+        a.flags = ioc.bits();
         a.mmap_offset = mmap_offset_in;
         // SAFETY: `va` is GPU VA of our reservation (the KFD maps nothing of the CPU's there);
         // a userptr's CPU range is shareable by this function's contract.

@@ -14,7 +14,7 @@ impl Memory {
         for gpu_id in gpus {
             let Some(gpu) = self.gpu_by_id(gpu_id) else { continue };
             let Ok(va) = self.reserve_svm(kfd, page, 0, true, None) else { continue };
-            let ioc = crate::fmm::aperture::MMIO_ALLOC_FLAGS | flags::ioc::NO_SUBSTITUTE;
+            let ioc = AllocFlags::from_bits_retain(crate::fmm::aperture::MMIO_ALLOC_FLAGS) | AllocFlags::NO_SUBSTITUTE;
             let Ok((handle, off)) = self.alloc_bo(kfd, gpu, va, page, ioc) else {
                 self.release_svm(kfd, va, page);
                 continue;
@@ -51,7 +51,7 @@ impl Memory {
     pub(super) fn map_doorbell_bo(&mut self, kfd: &dyn Kfd, gpu_id: u32, len: u64, mmap_offset: u64) -> Option<u64> {
         let gpu = self.gpu_by_id(gpu_id)?;
         let va = self.reserve_svm(kfd, len, 0, true, None).ok()?;
-        let ioc = flags::ioc::DOORBELL | flags::ioc::WRITABLE | flags::ioc::COHERENT;
+        let ioc = AllocFlags::DOORBELL | AllocFlags::WRITABLE | AllocFlags::COHERENT;
         let Ok((handle, _)) = self.alloc_bo(kfd, gpu, va, len, ioc) else {
             self.release_svm(kfd, va, len);
             return None;

@@ -24,7 +24,7 @@ use crate::port::{ioctl_plain, ioctl_typed, Kfd};
 use crate::status::{Errno, KmtResult, Status};
 use crate::topology::Topology;
 use alloc::vec::Vec;
-use flags::Domain;
+use flags::{AllocFlags, Domain};
 use scratch::Scratch;
 use zerocopy::FromZeros;
 

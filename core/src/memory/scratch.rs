@@ -61,7 +61,7 @@ impl Memory {
         if self.scratch[i].slices.iter().any(|&(s, l, _)| addr < s + l && s < end) {
             return Err(Status::ERROR);
         }
-        let ioc = flags::ioc::VRAM | flags::ioc::WRITABLE | flags::ioc::NO_SUBSTITUTE;
+        let ioc = AllocFlags::VRAM | AllocFlags::WRITABLE | AllocFlags::NO_SUBSTITUTE;
         let (handle, off) = self.alloc_bo(kfd, gpu, addr, size, ioc).map_err(|_| Status::INVALID_HANDLE)?;
         // The CPU view stays inaccessible (upstream maps it PROT_NONE unless a debugger asks).
         // SAFETY: the slice is inside this manager's scratch reservation and no other slice
