@@ -2105,3 +2105,787 @@ pub const HSA_PROFILEBLOCK_AMD_VGT: HSA_UUID =
     HSA_UUID { Data1: 0x0b6a8cb7, Data2: 0x7a01, Data3: 0x409f, Data4: [0xa2, 0x2c, 0x30, 0x14, 0x85, 0x4f, 0x13, 0x59] };
 pub const HSA_PROFILEBLOCK_AMD_WD: HSA_UUID =
     HSA_UUID { Data1: 0x0e176789, Data2: 0x46ed, Data3: 0x4b02, Data4: [0x97, 0x2a, 0x91, 0x6d, 0x2f, 0xac, 0x24, 0x4a] };
+
+// Layouts checked at compile time against the C compiler's numbers (the ABI tables).
+const _: () = assert!(
+    core::mem::size_of::<HsaVersionInfo>() == 8
+        && core::mem::align_of::<HsaVersionInfo>() == 4
+        && core::mem::offset_of!(HsaVersionInfo, KernelInterfaceMajorVersion) == 0
+        && core::mem::offset_of!(HsaVersionInfo, KernelInterfaceMinorVersion) == 4,
+    "HsaVersionInfo: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaSystemProperties>() == 16
+        && core::mem::align_of::<HsaSystemProperties>() == 4
+        && core::mem::offset_of!(HsaSystemProperties, NumNodes) == 0
+        && core::mem::offset_of!(HsaSystemProperties, PlatformOem) == 4
+        && core::mem::offset_of!(HsaSystemProperties, PlatformId) == 8
+        && core::mem::offset_of!(HsaSystemProperties, PlatformRev) == 12,
+    "HsaSystemProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_ENGINE_ID>() == 4
+        && core::mem::align_of::<HSA_ENGINE_ID>() == 4
+        && core::mem::offset_of!(HSA_ENGINE_ID, Value) == 0,
+    "HSA_ENGINE_ID: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_ENGINE_VERSION>() == 4
+        && core::mem::align_of::<HSA_ENGINE_VERSION>() == 4
+        && core::mem::offset_of!(HSA_ENGINE_VERSION, Value) == 0,
+    "HSA_ENGINE_VERSION: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_CAPABILITY>() == 4
+        && core::mem::align_of::<HSA_CAPABILITY>() == 4
+        && core::mem::offset_of!(HSA_CAPABILITY, Value) == 0,
+    "HSA_CAPABILITY: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_CAPABILITY2>() == 4
+        && core::mem::align_of::<HSA_CAPABILITY2>() == 4
+        && core::mem::offset_of!(HSA_CAPABILITY2, Value) == 0,
+    "HSA_CAPABILITY2: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DEBUG_PROPERTIES>() == 8
+        && core::mem::align_of::<HSA_DEBUG_PROPERTIES>() == 4
+        && core::mem::offset_of!(HSA_DEBUG_PROPERTIES, Value) == 0,
+    "HSA_DEBUG_PROPERTIES: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaNodeProperties>() == 396
+        && core::mem::align_of::<HsaNodeProperties>() == 4
+        && core::mem::offset_of!(HsaNodeProperties, NumCPUCores) == 0
+        && core::mem::offset_of!(HsaNodeProperties, NumFComputeCores) == 4
+        && core::mem::offset_of!(HsaNodeProperties, NumNeuralCores) == 8
+        && core::mem::offset_of!(HsaNodeProperties, NumMemoryBanks) == 12
+        && core::mem::offset_of!(HsaNodeProperties, NumCaches) == 16
+        && core::mem::offset_of!(HsaNodeProperties, NumIOLinks) == 20
+        && core::mem::offset_of!(HsaNodeProperties, CComputeIdLo) == 24
+        && core::mem::offset_of!(HsaNodeProperties, FComputeIdLo) == 28
+        && core::mem::offset_of!(HsaNodeProperties, Capability) == 32
+        && core::mem::offset_of!(HsaNodeProperties, Capability2) == 36
+        && core::mem::offset_of!(HsaNodeProperties, MaxWavesPerSIMD) == 40
+        && core::mem::offset_of!(HsaNodeProperties, LDSSizeInKB) == 44
+        && core::mem::offset_of!(HsaNodeProperties, GDSSizeInKB) == 48
+        && core::mem::offset_of!(HsaNodeProperties, WaveFrontSize) == 52
+        && core::mem::offset_of!(HsaNodeProperties, NumShaderBanks) == 56
+        && core::mem::offset_of!(HsaNodeProperties, NumArrays) == 60
+        && core::mem::offset_of!(HsaNodeProperties, NumCUPerArray) == 64
+        && core::mem::offset_of!(HsaNodeProperties, NumSIMDPerCU) == 68
+        && core::mem::offset_of!(HsaNodeProperties, MaxSlotsScratchCU) == 72
+        && core::mem::offset_of!(HsaNodeProperties, EngineId) == 76
+        && core::mem::offset_of!(HsaNodeProperties, OverrideEngineId) == 80
+        && core::mem::offset_of!(HsaNodeProperties, VendorId) == 84
+        && core::mem::offset_of!(HsaNodeProperties, DeviceId) == 86
+        && core::mem::offset_of!(HsaNodeProperties, LocationId) == 88
+        && core::mem::offset_of!(HsaNodeProperties, LocalMemSize) == 92
+        && core::mem::offset_of!(HsaNodeProperties, MaxEngineClockMhzFCompute) == 100
+        && core::mem::offset_of!(HsaNodeProperties, MaxEngineClockMhzCCompute) == 104
+        && core::mem::offset_of!(HsaNodeProperties, DrmRenderMinor) == 108
+        && core::mem::offset_of!(HsaNodeProperties, MarketingName) == 112
+        && core::mem::offset_of!(HsaNodeProperties, AMDName) == 240
+        && core::mem::offset_of!(HsaNodeProperties, uCodeEngineVersions) == 304
+        && core::mem::offset_of!(HsaNodeProperties, DebugProperties) == 308
+        && core::mem::offset_of!(HsaNodeProperties, HiveID) == 316
+        && core::mem::offset_of!(HsaNodeProperties, NumSdmaEngines) == 324
+        && core::mem::offset_of!(HsaNodeProperties, NumSdmaXgmiEngines) == 328
+        && core::mem::offset_of!(HsaNodeProperties, NumSdmaQueuesPerEngine) == 332
+        && core::mem::offset_of!(HsaNodeProperties, NumCpQueues) == 333
+        && core::mem::offset_of!(HsaNodeProperties, NumGws) == 334
+        && core::mem::offset_of!(HsaNodeProperties, Integrated) == 335
+        && core::mem::offset_of!(HsaNodeProperties, Domain) == 336
+        && core::mem::offset_of!(HsaNodeProperties, UniqueID) == 340
+        && core::mem::offset_of!(HsaNodeProperties, VGPRSizePerCU) == 348
+        && core::mem::offset_of!(HsaNodeProperties, SGPRSizePerCU) == 352
+        && core::mem::offset_of!(HsaNodeProperties, NumXcc) == 356
+        && core::mem::offset_of!(HsaNodeProperties, KFDGpuID) == 360
+        && core::mem::offset_of!(HsaNodeProperties, FamilyID) == 364
+        && core::mem::offset_of!(HsaNodeProperties, CwsrSize) == 368
+        && core::mem::offset_of!(HsaNodeProperties, CtlStackSize) == 372
+        && core::mem::offset_of!(HsaNodeProperties, LuidLowPart) == 376
+        && core::mem::offset_of!(HsaNodeProperties, LuidHighPart) == 380
+        && core::mem::offset_of!(HsaNodeProperties, WallClockKHz) == 384
+        && core::mem::offset_of!(HsaNodeProperties, FabricHandleSupported) == 392,
+    "HsaNodeProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_MEMORYPROPERTY>() == 4
+        && core::mem::align_of::<HSA_MEMORYPROPERTY>() == 4
+        && core::mem::offset_of!(HSA_MEMORYPROPERTY, Value) == 0,
+    "HSA_MEMORYPROPERTY: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemoryProperties>() == 32
+        && core::mem::align_of::<HsaMemoryProperties>() == 4
+        && core::mem::offset_of!(HsaMemoryProperties, HeapType) == 0
+        && core::mem::offset_of!(HsaMemoryProperties, __anon_union_1) == 4
+        && core::mem::offset_of!(HsaMemoryProperties, Flags) == 12
+        && core::mem::offset_of!(HsaMemoryProperties, Width) == 16
+        && core::mem::offset_of!(HsaMemoryProperties, MemoryClockMax) == 20
+        && core::mem::offset_of!(HsaMemoryProperties, VirtualBaseAddress) == 24
+        && core::mem::offset_of!(HsaMemoryProperties, __anon_union_1.SizeInBytes) == 4
+        && core::mem::offset_of!(HsaMemoryProperties, __anon_union_1.ui32) == 4
+        && core::mem::offset_of!(HsaMemoryProperties, __anon_union_1.ui32.SizeInBytesLow) == 4
+        && core::mem::offset_of!(HsaMemoryProperties, __anon_union_1.ui32.SizeInBytesHigh) == 8,
+    "HsaMemoryProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCacheType>() == 4
+        && core::mem::align_of::<HsaCacheType>() == 4
+        && core::mem::offset_of!(HsaCacheType, Value) == 0,
+    "HsaCacheType: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCacheProperties>() == 1060
+        && core::mem::align_of::<HsaCacheProperties>() == 4
+        && core::mem::offset_of!(HsaCacheProperties, ProcessorIdLow) == 0
+        && core::mem::offset_of!(HsaCacheProperties, CacheLevel) == 4
+        && core::mem::offset_of!(HsaCacheProperties, CacheSize) == 8
+        && core::mem::offset_of!(HsaCacheProperties, CacheLineSize) == 12
+        && core::mem::offset_of!(HsaCacheProperties, CacheLinesPerTag) == 16
+        && core::mem::offset_of!(HsaCacheProperties, CacheAssociativity) == 20
+        && core::mem::offset_of!(HsaCacheProperties, CacheLatency) == 24
+        && core::mem::offset_of!(HsaCacheProperties, CacheType) == 28
+        && core::mem::offset_of!(HsaCacheProperties, SiblingMap) == 32
+        && core::mem::offset_of!(HsaCacheProperties, PersistingCacheSizeMax) == 1056,
+    "HsaCacheProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCComputeProperties>() == 1024
+        && core::mem::align_of::<HsaCComputeProperties>() == 4
+        && core::mem::offset_of!(HsaCComputeProperties, SiblingMap) == 0,
+    "HsaCComputeProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_LINKPROPERTY>() == 4
+        && core::mem::align_of::<HSA_LINKPROPERTY>() == 4
+        && core::mem::offset_of!(HSA_LINKPROPERTY, Value) == 0,
+    "HSA_LINKPROPERTY: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaIoLinkProperties>() == 52
+        && core::mem::align_of::<HsaIoLinkProperties>() == 4
+        && core::mem::offset_of!(HsaIoLinkProperties, IoLinkType) == 0
+        && core::mem::offset_of!(HsaIoLinkProperties, VersionMajor) == 4
+        && core::mem::offset_of!(HsaIoLinkProperties, VersionMinor) == 8
+        && core::mem::offset_of!(HsaIoLinkProperties, NodeFrom) == 12
+        && core::mem::offset_of!(HsaIoLinkProperties, NodeTo) == 16
+        && core::mem::offset_of!(HsaIoLinkProperties, Weight) == 20
+        && core::mem::offset_of!(HsaIoLinkProperties, MinimumLatency) == 24
+        && core::mem::offset_of!(HsaIoLinkProperties, MaximumLatency) == 28
+        && core::mem::offset_of!(HsaIoLinkProperties, MinimumBandwidth) == 32
+        && core::mem::offset_of!(HsaIoLinkProperties, MaximumBandwidth) == 36
+        && core::mem::offset_of!(HsaIoLinkProperties, RecTransferSize) == 40
+        && core::mem::offset_of!(HsaIoLinkProperties, RecSdmaEngIdMask) == 44
+        && core::mem::offset_of!(HsaIoLinkProperties, Flags) == 48,
+    "HsaIoLinkProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemFlags>() == 4 && core::mem::align_of::<HsaMemFlags>() == 4 && core::mem::offset_of!(HsaMemFlags, Value) == 0,
+    "HsaMemFlags: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaGraphicsResourceInfo>() == 40
+        && core::mem::align_of::<HsaGraphicsResourceInfo>() == 4
+        && core::mem::offset_of!(HsaGraphicsResourceInfo, MemoryAddress) == 0
+        && core::mem::offset_of!(HsaGraphicsResourceInfo, SizeInBytes) == 8
+        && core::mem::offset_of!(HsaGraphicsResourceInfo, Metadata) == 16
+        && core::mem::offset_of!(HsaGraphicsResourceInfo, MetadataSizeInBytes) == 24
+        && core::mem::offset_of!(HsaGraphicsResourceInfo, NodeId) == 28
+        && core::mem::offset_of!(HsaGraphicsResourceInfo, SizeHintInBytes) == 32,
+    "HsaGraphicsResourceInfo: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaWddmSurfaceMetadata>() == 24
+        && core::mem::align_of::<HsaWddmSurfaceMetadata>() == 4
+        && core::mem::offset_of!(HsaWddmSurfaceMetadata, version) == 0
+        && core::mem::offset_of!(HsaWddmSurfaceMetadata, swizzle_mode) == 4
+        && core::mem::offset_of!(HsaWddmSurfaceMetadata, tile_swizzle) == 8
+        && core::mem::offset_of!(HsaWddmSurfaceMetadata, compression_mode) == 12
+        && core::mem::offset_of!(HsaWddmSurfaceMetadata, max_comp_blk) == 16
+        && core::mem::offset_of!(HsaWddmSurfaceMetadata, max_uncomp_blk) == 20,
+    "HsaWddmSurfaceMetadata: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaUserContextSaveAreaHeader>() == 40
+        && core::mem::align_of::<HsaUserContextSaveAreaHeader>() == 4
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, ControlStackOffset) == 0
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, ControlStackSize) == 4
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, WaveStateOffset) == 8
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, WaveStateSize) == 12
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, DebugOffset) == 16
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, DebugSize) == 20
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, ErrorReason) == 24
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, ErrorEventId) == 32
+        && core::mem::offset_of!(HsaUserContextSaveAreaHeader, Reserved1) == 36,
+    "HsaUserContextSaveAreaHeader: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaQueueInfo>() == 76
+        && core::mem::align_of::<HsaQueueInfo>() == 4
+        && core::mem::offset_of!(HsaQueueInfo, QueueDetailError) == 0
+        && core::mem::offset_of!(HsaQueueInfo, QueueTypeExtended) == 4
+        && core::mem::offset_of!(HsaQueueInfo, NumCUAssigned) == 8
+        && core::mem::offset_of!(HsaQueueInfo, CUMaskInfo) == 12
+        && core::mem::offset_of!(HsaQueueInfo, UserContextSaveArea) == 20
+        && core::mem::offset_of!(HsaQueueInfo, SaveAreaSizeInBytes) == 28
+        && core::mem::offset_of!(HsaQueueInfo, ControlStackTop) == 36
+        && core::mem::offset_of!(HsaQueueInfo, ControlStackUsedInBytes) == 44
+        && core::mem::offset_of!(HsaQueueInfo, SaveAreaHeader) == 52
+        && core::mem::offset_of!(HsaQueueInfo, Reserved2) == 60
+        && core::mem::offset_of!(HsaQueueInfo, SaveAreaAllocSize) == 68,
+    "HsaQueueInfo: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaQueueResource>() == 52
+        && core::mem::align_of::<HsaQueueResource>() == 4
+        && core::mem::offset_of!(HsaQueueResource, QueueId) == 0
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_1) == 8
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_2) == 16
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_3) == 24
+        && core::mem::offset_of!(HsaQueueResource, ErrorReason) == 32
+        && core::mem::offset_of!(HsaQueueResource, SdmaProgressFenceVA) == 40
+        && core::mem::offset_of!(HsaQueueResource, SdmaHwQueueEpilogueBytes) == 48
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_1.Queue_DoorBell) == 8
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_1.Queue_DoorBell_aql) == 8
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_1.QueueDoorBell) == 8
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_2.Queue_write_ptr) == 16
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_2.Queue_write_ptr_aql) == 16
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_2.QueueWptrValue) == 16
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_3.Queue_read_ptr) == 24
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_3.Queue_read_ptr_aql) == 24
+        && core::mem::offset_of!(HsaQueueResource, __anon_union_3.QueueRptrValue) == 24,
+    "HsaQueueResource: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaQueueReport>() == 20
+        && core::mem::align_of::<HsaQueueReport>() == 4
+        && core::mem::offset_of!(HsaQueueReport, VMID) == 0
+        && core::mem::offset_of!(HsaQueueReport, QueueAddress) == 4
+        && core::mem::offset_of!(HsaQueueReport, QueueSize) == 12,
+    "HsaQueueReport: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaDbgWaveMsgAMDGen2>() == 8
+        && core::mem::align_of::<HsaDbgWaveMsgAMDGen2>() == 4
+        && core::mem::offset_of!(HsaDbgWaveMsgAMDGen2, Value) == 0
+        && core::mem::offset_of!(HsaDbgWaveMsgAMDGen2, Reserved2) == 4,
+    "HsaDbgWaveMsgAMDGen2: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaDbgWaveMessageAMD>() == 8
+        && core::mem::align_of::<HsaDbgWaveMessageAMD>() == 4
+        && core::mem::offset_of!(HsaDbgWaveMessageAMD, WaveMsgInfoGen2) == 0,
+    "HsaDbgWaveMessageAMD: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaDbgWaveMessage>() == 16
+        && core::mem::align_of::<HsaDbgWaveMessage>() == 4
+        && core::mem::offset_of!(HsaDbgWaveMessage, MemoryVA) == 0
+        && core::mem::offset_of!(HsaDbgWaveMessage, DbgWaveMsg) == 8,
+    "HsaDbgWaveMessage: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaSyncVar>() == 16
+        && core::mem::align_of::<HsaSyncVar>() == 4
+        && core::mem::offset_of!(HsaSyncVar, SyncVar) == 0
+        && core::mem::offset_of!(HsaSyncVar, SyncVarSize) == 8
+        && core::mem::offset_of!(HsaSyncVar, SyncVar.UserData) == 0
+        && core::mem::offset_of!(HsaSyncVar, SyncVar.UserDataPtrValue) == 0,
+    "HsaSyncVar: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaNodeChange>() == 4
+        && core::mem::align_of::<HsaNodeChange>() == 4
+        && core::mem::offset_of!(HsaNodeChange, Flags) == 0,
+    "HsaNodeChange: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaDeviceStateChange>() == 12
+        && core::mem::align_of::<HsaDeviceStateChange>() == 4
+        && core::mem::offset_of!(HsaDeviceStateChange, NodeId) == 0
+        && core::mem::offset_of!(HsaDeviceStateChange, Device) == 4
+        && core::mem::offset_of!(HsaDeviceStateChange, Flags) == 8,
+    "HsaDeviceStateChange: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaAccessAttributeFailure>() == 4 && core::mem::align_of::<HsaAccessAttributeFailure>() == 4,
+    "HsaAccessAttributeFailure: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemoryAccessFault>() == 20
+        && core::mem::align_of::<HsaMemoryAccessFault>() == 4
+        && core::mem::offset_of!(HsaMemoryAccessFault, NodeId) == 0
+        && core::mem::offset_of!(HsaMemoryAccessFault, VirtualAddress) == 4
+        && core::mem::offset_of!(HsaMemoryAccessFault, Failure) == 12
+        && core::mem::offset_of!(HsaMemoryAccessFault, Flags) == 16,
+    "HsaMemoryAccessFault: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaHwException>() == 16
+        && core::mem::align_of::<HsaHwException>() == 4
+        && core::mem::offset_of!(HsaHwException, NodeId) == 0
+        && core::mem::offset_of!(HsaHwException, ResetType) == 4
+        && core::mem::offset_of!(HsaHwException, MemoryLost) == 8
+        && core::mem::offset_of!(HsaHwException, ResetCause) == 12,
+    "HsaHwException: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaEventData>() == 44
+        && core::mem::align_of::<HsaEventData>() == 4
+        && core::mem::offset_of!(HsaEventData, EventType) == 0
+        && core::mem::offset_of!(HsaEventData, EventData) == 4
+        && core::mem::offset_of!(HsaEventData, HWData1) == 24
+        && core::mem::offset_of!(HsaEventData, HWData2) == 32
+        && core::mem::offset_of!(HsaEventData, HWData3) == 40
+        && core::mem::offset_of!(HsaEventData, EventData.SyncVar) == 4
+        && core::mem::offset_of!(HsaEventData, EventData.NodeChangeState) == 4
+        && core::mem::offset_of!(HsaEventData, EventData.DeviceState) == 4
+        && core::mem::offset_of!(HsaEventData, EventData.MemoryAccessFault) == 4
+        && core::mem::offset_of!(HsaEventData, EventData.HwException) == 4,
+    "HsaEventData: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaEventDescriptor>() == 24
+        && core::mem::align_of::<HsaEventDescriptor>() == 4
+        && core::mem::offset_of!(HsaEventDescriptor, EventType) == 0
+        && core::mem::offset_of!(HsaEventDescriptor, NodeId) == 4
+        && core::mem::offset_of!(HsaEventDescriptor, SyncVar) == 8,
+    "HsaEventDescriptor: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaEvent>() == 48
+        && core::mem::align_of::<HsaEvent>() == 4
+        && core::mem::offset_of!(HsaEvent, EventId) == 0
+        && core::mem::offset_of!(HsaEvent, EventData) == 4,
+    "HsaEvent: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaClockCounters>() == 32
+        && core::mem::align_of::<HsaClockCounters>() == 4
+        && core::mem::offset_of!(HsaClockCounters, GPUClockCounter) == 0
+        && core::mem::offset_of!(HsaClockCounters, CPUClockCounter) == 8
+        && core::mem::offset_of!(HsaClockCounters, SystemClockCounter) == 16
+        && core::mem::offset_of!(HsaClockCounters, SystemClockFrequencyHz) == 24,
+    "HsaClockCounters: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaFabricHandle>() == 16
+        && core::mem::align_of::<HsaFabricHandle>() == 4
+        && core::mem::offset_of!(HsaFabricHandle, handle) == 0,
+    "HsaFabricHandle: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_UUID>() == 16
+        && core::mem::align_of::<HSA_UUID>() == 4
+        && core::mem::offset_of!(HSA_UUID, Data1) == 0
+        && core::mem::offset_of!(HSA_UUID, Data2) == 4
+        && core::mem::offset_of!(HSA_UUID, Data3) == 6
+        && core::mem::offset_of!(HSA_UUID, Data4) == 8,
+    "HSA_UUID: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCounterFlags>() == 4
+        && core::mem::align_of::<HsaCounterFlags>() == 4
+        && core::mem::offset_of!(HsaCounterFlags, Value) == 0,
+    "HsaCounterFlags: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCounter>() == 32
+        && core::mem::align_of::<HsaCounter>() == 4
+        && core::mem::offset_of!(HsaCounter, Type) == 0
+        && core::mem::offset_of!(HsaCounter, CounterId) == 4
+        && core::mem::offset_of!(HsaCounter, CounterSizeInBits) == 12
+        && core::mem::offset_of!(HsaCounter, CounterMask) == 16
+        && core::mem::offset_of!(HsaCounter, Flags) == 24
+        && core::mem::offset_of!(HsaCounter, BlockIndex) == 28,
+    "HsaCounter: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCounterBlockProperties>() == 56
+        && core::mem::align_of::<HsaCounterBlockProperties>() == 4
+        && core::mem::offset_of!(HsaCounterBlockProperties, BlockId) == 0
+        && core::mem::offset_of!(HsaCounterBlockProperties, NumCounters) == 16
+        && core::mem::offset_of!(HsaCounterBlockProperties, NumConcurrent) == 20
+        && core::mem::offset_of!(HsaCounterBlockProperties, Counters) == 24,
+    "HsaCounterBlockProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaCounterProperties>() == 64
+        && core::mem::align_of::<HsaCounterProperties>() == 4
+        && core::mem::offset_of!(HsaCounterProperties, NumBlocks) == 0
+        && core::mem::offset_of!(HsaCounterProperties, NumConcurrent) == 4
+        && core::mem::offset_of!(HsaCounterProperties, Blocks) == 8,
+    "HsaCounterProperties: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaPmcTraceRoot>() == 20
+        && core::mem::align_of::<HsaPmcTraceRoot>() == 4
+        && core::mem::offset_of!(HsaPmcTraceRoot, TraceBufferMinSizeBytes) == 0
+        && core::mem::offset_of!(HsaPmcTraceRoot, NumberOfPasses) == 8
+        && core::mem::offset_of!(HsaPmcTraceRoot, TraceId) == 12,
+    "HsaPmcTraceRoot: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaGpuTileConfig>() == 64
+        && core::mem::align_of::<HsaGpuTileConfig>() == 4
+        && core::mem::offset_of!(HsaGpuTileConfig, TileConfig) == 0
+        && core::mem::offset_of!(HsaGpuTileConfig, MacroTileConfig) == 8
+        && core::mem::offset_of!(HsaGpuTileConfig, NumTileConfigs) == 16
+        && core::mem::offset_of!(HsaGpuTileConfig, NumMacroTileConfigs) == 20
+        && core::mem::offset_of!(HsaGpuTileConfig, GbAddrConfig) == 24
+        && core::mem::offset_of!(HsaGpuTileConfig, NumBanks) == 28
+        && core::mem::offset_of!(HsaGpuTileConfig, NumRanks) == 32
+        && core::mem::offset_of!(HsaGpuTileConfig, Reserved) == 36,
+    "HsaGpuTileConfig: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaPointerInfo>() == 68
+        && core::mem::align_of::<HsaPointerInfo>() == 4
+        && core::mem::offset_of!(HsaPointerInfo, Type) == 0
+        && core::mem::offset_of!(HsaPointerInfo, Node) == 4
+        && core::mem::offset_of!(HsaPointerInfo, MemFlags) == 8
+        && core::mem::offset_of!(HsaPointerInfo, CPUAddress) == 12
+        && core::mem::offset_of!(HsaPointerInfo, GPUAddress) == 20
+        && core::mem::offset_of!(HsaPointerInfo, SizeInBytes) == 28
+        && core::mem::offset_of!(HsaPointerInfo, NRegisteredNodes) == 36
+        && core::mem::offset_of!(HsaPointerInfo, NMappedNodes) == 40
+        && core::mem::offset_of!(HsaPointerInfo, RegisteredNodes) == 44
+        && core::mem::offset_of!(HsaPointerInfo, MappedNodes) == 52
+        && core::mem::offset_of!(HsaPointerInfo, UserData) == 60,
+    "HsaPointerInfo: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemoryRange>() == 16
+        && core::mem::align_of::<HsaMemoryRange>() == 4
+        && core::mem::offset_of!(HsaMemoryRange, MemoryAddress) == 0
+        && core::mem::offset_of!(HsaMemoryRange, SizeInBytes) == 8,
+    "HsaMemoryRange: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_SVM_ATTRIBUTE>() == 8
+        && core::mem::align_of::<HSA_SVM_ATTRIBUTE>() == 4
+        && core::mem::offset_of!(HSA_SVM_ATTRIBUTE, r#type) == 0
+        && core::mem::offset_of!(HSA_SVM_ATTRIBUTE, value) == 4,
+    "HSA_SVM_ATTRIBUTE: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaPcSamplingInfo>() == 40
+        && core::mem::align_of::<HsaPcSamplingInfo>() == 4
+        && core::mem::offset_of!(HsaPcSamplingInfo, value) == 0
+        && core::mem::offset_of!(HsaPcSamplingInfo, value_min) == 8
+        && core::mem::offset_of!(HsaPcSamplingInfo, value_max) == 16
+        && core::mem::offset_of!(HsaPcSamplingInfo, flags) == 24
+        && core::mem::offset_of!(HsaPcSamplingInfo, method) == 32
+        && core::mem::offset_of!(HsaPcSamplingInfo, units) == 36,
+    "HsaPcSamplingInfo: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_REGISTER_MEM_FLAGS>() == 4
+        && core::mem::align_of::<HSA_REGISTER_MEM_FLAGS>() == 4
+        && core::mem::offset_of!(HSA_REGISTER_MEM_FLAGS, Value) == 0,
+    "HSA_REGISTER_MEM_FLAGS: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaHandleImportDesc>() == 40
+        && core::mem::align_of::<HsaHandleImportDesc>() == 4
+        && core::mem::offset_of!(HsaHandleImportDesc, device_handle) == 0
+        && core::mem::offset_of!(HsaHandleImportDesc, r#type) == 8
+        && core::mem::offset_of!(HsaHandleImportDesc, __anon_union_1) == 12
+        && core::mem::offset_of!(HsaHandleImportDesc, mem) == 28
+        && core::mem::offset_of!(HsaHandleImportDesc, metadata) == 36
+        && core::mem::offset_of!(HsaHandleImportDesc, __anon_union_1.dmabuf_fd) == 12
+        && core::mem::offset_of!(HsaHandleImportDesc, __anon_union_1.buf_handle) == 12
+        && core::mem::offset_of!(HsaHandleImportDesc, __anon_union_1.fabric) == 12,
+    "HsaHandleImportDesc: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaHandleImportResult>() == 24
+        && core::mem::align_of::<HsaHandleImportResult>() == 4
+        && core::mem::offset_of!(HsaHandleImportResult, buf_handle) == 0
+        && core::mem::offset_of!(HsaHandleImportResult, dmabuf_fd) == 8
+        && core::mem::offset_of!(HsaHandleImportResult, alloc_size) == 12
+        && core::mem::offset_of!(HsaHandleImportResult, metadata) == 20,
+    "HsaHandleImportResult: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaHandleImportFlags>() == 4
+        && core::mem::align_of::<HsaHandleImportFlags>() == 4
+        && core::mem::offset_of!(HsaHandleImportFlags, Value) == 0,
+    "HsaHandleImportFlags: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaStructureSizes>() == 16
+        && core::mem::align_of::<HsaStructureSizes>() == 2
+        && core::mem::offset_of!(HsaStructureSizes, StructureSizes) == 0
+        && core::mem::offset_of!(HsaStructureSizes, SizeOfHsaNodeProperties) == 2
+        && core::mem::offset_of!(HsaStructureSizes, SizeOfHsaExternalHandleDesc) == 4
+        && core::mem::offset_of!(HsaStructureSizes, Reserved) == 6,
+    "HsaStructureSizes: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EXTERNAL_SEMAPHORE_HANDLE>() == 8
+        && core::mem::align_of::<HSA_EXTERNAL_SEMAPHORE_HANDLE>() == 4
+        && core::mem::offset_of!(HSA_EXTERNAL_SEMAPHORE_HANDLE, handle) == 0,
+    "HSA_EXTERNAL_SEMAPHORE_HANDLE: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaHandleExportDesc>() == 28
+        && core::mem::align_of::<HsaHandleExportDesc>() == 4
+        && core::mem::offset_of!(HsaHandleExportDesc, device_handle) == 0
+        && core::mem::offset_of!(HsaHandleExportDesc, r#type) == 8
+        && core::mem::offset_of!(HsaHandleExportDesc, buf_handle) == 12
+        && core::mem::offset_of!(HsaHandleExportDesc, size) == 20,
+    "HsaHandleExportDesc: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemoryExportResult>() == 16
+        && core::mem::align_of::<HsaMemoryExportResult>() == 4
+        && core::mem::offset_of!(HsaMemoryExportResult, __anon_union_1) == 0
+        && core::mem::offset_of!(HsaMemoryExportResult, __anon_union_1.dmabuf_fd) == 0
+        && core::mem::offset_of!(HsaMemoryExportResult, __anon_union_1.fabric) == 0,
+    "HsaMemoryExportResult: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaHandleExportFlags>() == 4
+        && core::mem::align_of::<HsaHandleExportFlags>() == 4
+        && core::mem::offset_of!(HsaHandleExportFlags, Value) == 0,
+    "HsaHandleExportFlags: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<hsakmt_model_queue_info>() == 40
+        && core::mem::align_of::<hsakmt_model_queue_info>() == 8
+        && core::mem::offset_of!(hsakmt_model_queue_info, ring_base_address) == 0
+        && core::mem::offset_of!(hsakmt_model_queue_info, write_pointer_address) == 8
+        && core::mem::offset_of!(hsakmt_model_queue_info, read_pointer_address) == 16
+        && core::mem::offset_of!(hsakmt_model_queue_info, doorbell) == 24
+        && core::mem::offset_of!(hsakmt_model_queue_info, ring_size) == 32
+        && core::mem::offset_of!(hsakmt_model_queue_info, queue_type) == 36,
+    "struct hsakmt_model_queue_info: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<hsakmt_model_functions>() == 88
+        && core::mem::align_of::<hsakmt_model_functions>() == 8
+        && core::mem::offset_of!(hsakmt_model_functions, version_major) == 0
+        && core::mem::offset_of!(hsakmt_model_functions, version_minor) == 4
+        && core::mem::offset_of!(hsakmt_model_functions, create) == 8
+        && core::mem::offset_of!(hsakmt_model_functions, destroy) == 16
+        && core::mem::offset_of!(hsakmt_model_functions, set_global_aperture) == 24
+        && core::mem::offset_of!(hsakmt_model_functions, alloced_memory) == 32
+        && core::mem::offset_of!(hsakmt_model_functions, freed_memory) == 40
+        && core::mem::offset_of!(hsakmt_model_functions, set_notify_event) == 48
+        && core::mem::offset_of!(hsakmt_model_functions, set_wait_event) == 56
+        && core::mem::offset_of!(hsakmt_model_functions, register_queue) == 64
+        && core::mem::offset_of!(hsakmt_model_functions, set_set_event) == 72
+        && core::mem::offset_of!(hsakmt_model_functions, destroy_queue) == 80,
+    "struct hsakmt_model_functions: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSAKMT_STATUS>() == 4 && core::mem::align_of::<HSAKMT_STATUS>() == 4,
+    "HSAKMT_STATUS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_HEAPTYPE>() == 4 && core::mem::align_of::<HSA_HEAPTYPE>() == 4,
+    "HSA_HEAPTYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_IOLINKTYPE>() == 4 && core::mem::align_of::<HSA_IOLINKTYPE>() == 4,
+    "HSA_IOLINKTYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_CACHING_TYPE>() == 4 && core::mem::align_of::<HSA_CACHING_TYPE>() == 4,
+    "HSA_CACHING_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_PAGE_SIZE>() == 4 && core::mem::align_of::<HSA_PAGE_SIZE>() == 4,
+    "HSA_PAGE_SIZE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DEVICE>() == 4 && core::mem::align_of::<HSA_DEVICE>() == 4,
+    "HSA_DEVICE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_QUEUE_PRIORITY>() == 8 && core::mem::align_of::<HSA_QUEUE_PRIORITY>() == 8,
+    "HSA_QUEUE_PRIORITY: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_QUEUE_TYPE>() == 4 && core::mem::align_of::<HSA_QUEUE_TYPE>() == 4,
+    "HSA_QUEUE_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_WAVEOP>() == 4 && core::mem::align_of::<HSA_DBG_WAVEOP>() == 4,
+    "HSA_DBG_WAVEOP: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_WAVEMODE>() == 4 && core::mem::align_of::<HSA_DBG_WAVEMODE>() == 4,
+    "HSA_DBG_WAVEMODE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_WAVEMSG_TYPE>() == 4 && core::mem::align_of::<HSA_DBG_WAVEMSG_TYPE>() == 4,
+    "HSA_DBG_WAVEMSG_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_WATCH_MODE>() == 4 && core::mem::align_of::<HSA_DBG_WATCH_MODE>() == 4,
+    "HSA_DBG_WATCH_MODE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_TRAP_OVERRIDE>() == 4 && core::mem::align_of::<HSA_DBG_TRAP_OVERRIDE>() == 4,
+    "HSA_DBG_TRAP_OVERRIDE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_TRAP_MASK>() == 4 && core::mem::align_of::<HSA_DBG_TRAP_MASK>() == 4,
+    "HSA_DBG_TRAP_MASK: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_TRAP_EXCEPTION_CODE>() == 4 && core::mem::align_of::<HSA_DBG_TRAP_EXCEPTION_CODE>() == 4,
+    "HSA_DBG_TRAP_EXCEPTION_CODE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_WAVE_LAUNCH_MODE>() == 4 && core::mem::align_of::<HSA_DBG_WAVE_LAUNCH_MODE>() == 4,
+    "HSA_DBG_WAVE_LAUNCH_MODE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DBG_NODE_CONTROL>() == 4 && core::mem::align_of::<HSA_DBG_NODE_CONTROL>() == 4,
+    "HSA_DBG_NODE_CONTROL: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENTTYPE>() == 4 && core::mem::align_of::<HSA_EVENTTYPE>() == 4,
+    "HSA_EVENTTYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_DEBUG_EVENT_TYPE>() == 4 && core::mem::align_of::<HSA_DEBUG_EVENT_TYPE>() == 4,
+    "HSA_DEBUG_EVENT_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENTTYPE_NODECHANGE_FLAGS>() == 4 && core::mem::align_of::<HSA_EVENTTYPE_NODECHANGE_FLAGS>() == 4,
+    "HSA_EVENTTYPE_NODECHANGE_FLAGS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENTTYPE_DEVICESTATECHANGE_FLAGS>() == 4
+        && core::mem::align_of::<HSA_EVENTTYPE_DEVICESTATECHANGE_FLAGS>() == 4,
+    "HSA_EVENTTYPE_DEVICESTATECHANGE_FLAGS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENTID_MEMORYFLAGS>() == 4 && core::mem::align_of::<HSA_EVENTID_MEMORYFLAGS>() == 4,
+    "HSA_EVENTID_MEMORYFLAGS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENTID_HW_EXCEPTION_CAUSE>() == 4 && core::mem::align_of::<HSA_EVENTID_HW_EXCEPTION_CAUSE>() == 4,
+    "HSA_EVENTID_HW_EXCEPTION_CAUSE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaEventTimeOut>() == 4 && core::mem::align_of::<HsaEventTimeOut>() == 4,
+    "HsaEventTimeOut: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_PROFILE_TYPE>() == 4 && core::mem::align_of::<HSA_PROFILE_TYPE>() == 4,
+    "HSA_PROFILE_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_POINTER_TYPE>() == 4 && core::mem::align_of::<HSA_POINTER_TYPE>() == 4,
+    "HSA_POINTER_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_SVM_FLAGS>() == 4 && core::mem::align_of::<HSA_SVM_FLAGS>() == 4,
+    "HSA_SVM_FLAGS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_SVM_ATTR_TYPE>() == 4 && core::mem::align_of::<HSA_SVM_ATTR_TYPE>() == 4,
+    "HSA_SVM_ATTR_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENT_TYPE>() == 4 && core::mem::align_of::<HSA_EVENT_TYPE>() == 4,
+    "HSA_EVENT_TYPE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_MIGRATE_TRIGGERS>() == 4 && core::mem::align_of::<HSA_MIGRATE_TRIGGERS>() == 4,
+    "HSA_MIGRATE_TRIGGERS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_QUEUE_EVICTION_TRIGGERS>() == 4 && core::mem::align_of::<HSA_QUEUE_EVICTION_TRIGGERS>() == 4,
+    "HSA_QUEUE_EVICTION_TRIGGERS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_SVM_UNMAP_TRIGGERS>() == 4 && core::mem::align_of::<HSA_SVM_UNMAP_TRIGGERS>() == 4,
+    "HSA_SVM_UNMAP_TRIGGERS: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_PC_SAMPLING_METHOD_KIND>() == 4 && core::mem::align_of::<HSA_PC_SAMPLING_METHOD_KIND>() == 4,
+    "HSA_PC_SAMPLING_METHOD_KIND: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_PC_SAMPLING_UNIT_INTERVAL>() == 4 && core::mem::align_of::<HSA_PC_SAMPLING_UNIT_INTERVAL>() == 4,
+    "HSA_PC_SAMPLING_UNIT_INTERVAL: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaAisFlags>() == 4 && core::mem::align_of::<HsaAisFlags>() == 4,
+    "HsaAisFlags: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemoryMapFlags>() == 4 && core::mem::align_of::<HsaMemoryMapFlags>() == 4,
+    "HsaMemoryMapFlags: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaExternalHandleType>() == 4 && core::mem::align_of::<HsaExternalHandleType>() == 4,
+    "HsaExternalHandleType: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE>() == 4 && core::mem::align_of::<HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE>() == 4,
+    "HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE: size differs from the C headers"
+);
+const _: () =
+    assert!(core::mem::size_of::<HSAuint8>() == 1 && core::mem::align_of::<HSAuint8>() == 1, "HSAuint8: size differs from the C headers");
+const _: () =
+    assert!(core::mem::size_of::<HSAint8>() == 1 && core::mem::align_of::<HSAint8>() == 1, "HSAint8: size differs from the C headers");
+const _: () = assert!(
+    core::mem::size_of::<HSAuint16>() == 2 && core::mem::align_of::<HSAuint16>() == 2,
+    "HSAuint16: size differs from the C headers"
+);
+const _: () =
+    assert!(core::mem::size_of::<HSAint16>() == 2 && core::mem::align_of::<HSAint16>() == 2, "HSAint16: size differs from the C headers");
+const _: () = assert!(
+    core::mem::size_of::<HSAuint32>() == 4 && core::mem::align_of::<HSAuint32>() == 4,
+    "HSAuint32: size differs from the C headers"
+);
+const _: () =
+    assert!(core::mem::size_of::<HSAint32>() == 4 && core::mem::align_of::<HSAint32>() == 4, "HSAint32: size differs from the C headers");
+const _: () =
+    assert!(core::mem::size_of::<HSAint64>() == 8 && core::mem::align_of::<HSAint64>() == 8, "HSAint64: size differs from the C headers");
+const _: () = assert!(
+    core::mem::size_of::<HSAuint64>() == 8 && core::mem::align_of::<HSAuint64>() == 8,
+    "HSAuint64: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_HANDLE>() == 8 && core::mem::align_of::<HSA_HANDLE>() == 8,
+    "HSA_HANDLE: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_QUEUEID>() == 8 && core::mem::align_of::<HSA_QUEUEID>() == 8,
+    "HSA_QUEUEID: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSA_EVENTID>() == 4 && core::mem::align_of::<HSA_EVENTID>() == 4,
+    "HSA_EVENTID: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HSATraceId>() == 8 && core::mem::align_of::<HSATraceId>() == 8,
+    "HSATraceId: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaSharedMemoryHandle>() == 32 && core::mem::align_of::<HsaSharedMemoryHandle>() == 4,
+    "HsaSharedMemoryHandle: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaAMDGPUDeviceHandle>() == 8 && core::mem::align_of::<HsaAMDGPUDeviceHandle>() == 8,
+    "HsaAMDGPUDeviceHandle: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaPcSamplingTraceId>() == 4 && core::mem::align_of::<HsaPcSamplingTraceId>() == 4,
+    "HsaPcSamplingTraceId: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<HsaMemoryObjectHandle>() == 8 && core::mem::align_of::<HsaMemoryObjectHandle>() == 8,
+    "HsaMemoryObjectHandle: size differs from the C headers"
+);

@@ -1094,6 +1094,855 @@ pub const AMDKFD_COMMAND_END: i32 = 40;
 pub const AMDKFD_COMMAND_START_2: i32 = 128;
 pub const AMDKFD_COMMAND_END_2: i32 = 136;
 
+// Layouts checked at compile time against the C compiler's numbers (the ABI tables).
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_version_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_get_version_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_get_version_args, major_version) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_version_args, minor_version) == 4,
+    "struct kfd_ioctl_get_version_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_create_queue_args>() == 96
+        && core::mem::align_of::<kfd_ioctl_create_queue_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, ring_base_address) == 0
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, write_pointer_address) == 8
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, read_pointer_address) == 16
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, doorbell_offset) == 24
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, ring_size) == 32
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, gpu_id) == 36
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, queue_type) == 40
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, queue_percentage) == 44
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, queue_priority) == 48
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, queue_id) == 52
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, eop_buffer_address) == 56
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, eop_buffer_size) == 64
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, ctx_save_restore_address) == 72
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, ctx_save_restore_size) == 80
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, ctl_stack_size) == 84
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, sdma_engine_id) == 88
+        && core::mem::offset_of!(kfd_ioctl_create_queue_args, metadata_ring_size) == 92,
+    "struct kfd_ioctl_create_queue_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_destroy_queue_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_destroy_queue_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_destroy_queue_args, queue_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_destroy_queue_args, pad) == 4,
+    "struct kfd_ioctl_destroy_queue_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_update_queue_args>() == 40
+        && core::mem::align_of::<kfd_ioctl_update_queue_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, ring_base_address) == 0
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, queue_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, ring_size) == 12
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, queue_percentage) == 16
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, queue_priority) == 20
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, dispatch_record_buffer_addr) == 24
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, dispatch_record_buffer_size) == 32
+        && core::mem::offset_of!(kfd_ioctl_update_queue_args, pad) == 36,
+    "struct kfd_ioctl_update_queue_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_set_cu_mask_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_set_cu_mask_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_set_cu_mask_args, queue_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_set_cu_mask_args, num_cu_mask) == 4
+        && core::mem::offset_of!(kfd_ioctl_set_cu_mask_args, cu_mask_ptr) == 8,
+    "struct kfd_ioctl_set_cu_mask_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_queue_wave_state_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_get_queue_wave_state_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_queue_wave_state_args, ctl_stack_address) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_queue_wave_state_args, ctl_stack_used_size) == 8
+        && core::mem::offset_of!(kfd_ioctl_get_queue_wave_state_args, save_area_used_size) == 12
+        && core::mem::offset_of!(kfd_ioctl_get_queue_wave_state_args, queue_id) == 16
+        && core::mem::offset_of!(kfd_ioctl_get_queue_wave_state_args, pad) == 20,
+    "struct kfd_ioctl_get_queue_wave_state_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_queue_snapshot_entry>() == 64
+        && core::mem::align_of::<kfd_queue_snapshot_entry>() == 8
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, exception_status) == 0
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, ring_base_address) == 8
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, write_pointer_address) == 16
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, read_pointer_address) == 24
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, ctx_save_restore_address) == 32
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, queue_id) == 40
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, gpu_id) == 44
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, ring_size) == 48
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, queue_type) == 52
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, ctx_save_restore_area_size) == 56
+        && core::mem::offset_of!(kfd_queue_snapshot_entry, reserved) == 60,
+    "struct kfd_queue_snapshot_entry: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_device_info_entry>() == 120
+        && core::mem::align_of::<kfd_dbg_device_info_entry>() == 8
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, exception_status) == 0
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, lds_base) == 8
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, lds_limit) == 16
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, scratch_base) == 24
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, scratch_limit) == 32
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, gpuvm_base) == 40
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, gpuvm_limit) == 48
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, gpu_id) == 56
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, location_id) == 60
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, vendor_id) == 64
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, device_id) == 68
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, revision_id) == 72
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, subsystem_vendor_id) == 76
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, subsystem_device_id) == 80
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, fw_version) == 84
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, gfx_target_version) == 88
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, simd_count) == 92
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, max_waves_per_simd) == 96
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, array_count) == 100
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, simd_arrays_per_engine) == 104
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, num_xcc) == 108
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, capability) == 112
+        && core::mem::offset_of!(kfd_dbg_device_info_entry, debug_prop) == 116,
+    "struct kfd_dbg_device_info_entry: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_set_memory_policy_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_set_memory_policy_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_set_memory_policy_args, alternate_aperture_base) == 0
+        && core::mem::offset_of!(kfd_ioctl_set_memory_policy_args, alternate_aperture_size) == 8
+        && core::mem::offset_of!(kfd_ioctl_set_memory_policy_args, gpu_id) == 16
+        && core::mem::offset_of!(kfd_ioctl_set_memory_policy_args, default_policy) == 20
+        && core::mem::offset_of!(kfd_ioctl_set_memory_policy_args, alternate_policy) == 24
+        && core::mem::offset_of!(kfd_ioctl_set_memory_policy_args, misc_process_flag) == 28,
+    "struct kfd_ioctl_set_memory_policy_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_clock_counters_args>() == 40
+        && core::mem::align_of::<kfd_ioctl_get_clock_counters_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_clock_counters_args, gpu_clock_counter) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_clock_counters_args, cpu_clock_counter) == 8
+        && core::mem::offset_of!(kfd_ioctl_get_clock_counters_args, system_clock_counter) == 16
+        && core::mem::offset_of!(kfd_ioctl_get_clock_counters_args, system_clock_freq) == 24
+        && core::mem::offset_of!(kfd_ioctl_get_clock_counters_args, gpu_id) == 32
+        && core::mem::offset_of!(kfd_ioctl_get_clock_counters_args, pad) == 36,
+    "struct kfd_ioctl_get_clock_counters_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_process_device_apertures>() == 56
+        && core::mem::align_of::<kfd_process_device_apertures>() == 8
+        && core::mem::offset_of!(kfd_process_device_apertures, lds_base) == 0
+        && core::mem::offset_of!(kfd_process_device_apertures, lds_limit) == 8
+        && core::mem::offset_of!(kfd_process_device_apertures, scratch_base) == 16
+        && core::mem::offset_of!(kfd_process_device_apertures, scratch_limit) == 24
+        && core::mem::offset_of!(kfd_process_device_apertures, gpuvm_base) == 32
+        && core::mem::offset_of!(kfd_process_device_apertures, gpuvm_limit) == 40
+        && core::mem::offset_of!(kfd_process_device_apertures, gpu_id) == 48
+        && core::mem::offset_of!(kfd_process_device_apertures, pad) == 52,
+    "struct kfd_process_device_apertures: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_process_apertures_args>() == 400
+        && core::mem::align_of::<kfd_ioctl_get_process_apertures_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_process_apertures_args, process_apertures) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_process_apertures_args, num_of_nodes) == 392
+        && core::mem::offset_of!(kfd_ioctl_get_process_apertures_args, pad) == 396,
+    "struct kfd_ioctl_get_process_apertures_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_process_apertures_new_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_get_process_apertures_new_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_process_apertures_new_args, kfd_process_device_apertures_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_process_apertures_new_args, num_of_nodes) == 8
+        && core::mem::offset_of!(kfd_ioctl_get_process_apertures_new_args, pad) == 12,
+    "struct kfd_ioctl_get_process_apertures_new_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_register_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_dbg_register_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_register_args, gpu_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_register_args, pad) == 4,
+    "struct kfd_ioctl_dbg_register_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_unregister_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_dbg_unregister_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_unregister_args, gpu_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_unregister_args, pad) == 4,
+    "struct kfd_ioctl_dbg_unregister_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_address_watch_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_dbg_address_watch_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_address_watch_args, content_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_address_watch_args, gpu_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_address_watch_args, buf_size_in_bytes) == 12,
+    "struct kfd_ioctl_dbg_address_watch_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_wave_control_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_dbg_wave_control_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_wave_control_args, content_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_wave_control_args, gpu_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_wave_control_args, buf_size_in_bytes) == 12,
+    "struct kfd_ioctl_dbg_wave_control_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_runtime_info>() == 16
+        && core::mem::align_of::<kfd_runtime_info>() == 8
+        && core::mem::offset_of!(kfd_runtime_info, r_debug) == 0
+        && core::mem::offset_of!(kfd_runtime_info, runtime_state) == 8
+        && core::mem::offset_of!(kfd_runtime_info, ttmp_setup) == 12,
+    "struct kfd_runtime_info: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_runtime_enable_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_runtime_enable_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_runtime_enable_args, r_debug) == 0
+        && core::mem::offset_of!(kfd_ioctl_runtime_enable_args, mode_mask) == 8
+        && core::mem::offset_of!(kfd_ioctl_runtime_enable_args, capabilities_mask) == 12,
+    "struct kfd_ioctl_runtime_enable_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_context_save_area_header>() == 40
+        && core::mem::align_of::<kfd_context_save_area_header>() == 8
+        && core::mem::offset_of!(kfd_context_save_area_header, wave_state) == 0
+        && core::mem::offset_of!(kfd_context_save_area_header, debug_offset) == 16
+        && core::mem::offset_of!(kfd_context_save_area_header, debug_size) == 20
+        && core::mem::offset_of!(kfd_context_save_area_header, err_payload_addr) == 24
+        && core::mem::offset_of!(kfd_context_save_area_header, err_event_id) == 32
+        && core::mem::offset_of!(kfd_context_save_area_header, reserved1) == 36
+        && core::mem::offset_of!(kfd_context_save_area_header, wave_state.control_stack_offset) == 0
+        && core::mem::offset_of!(kfd_context_save_area_header, wave_state.control_stack_size) == 4
+        && core::mem::offset_of!(kfd_context_save_area_header, wave_state.wave_state_offset) == 8
+        && core::mem::offset_of!(kfd_context_save_area_header, wave_state.wave_state_size) == 12,
+    "struct kfd_context_save_area_header: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_enable_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_enable_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_enable_args, exception_mask) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_enable_args, rinfo_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_enable_args, rinfo_size) == 16
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_enable_args, dbg_fd) == 20,
+    "struct kfd_ioctl_dbg_trap_enable_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_send_runtime_event_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_send_runtime_event_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_send_runtime_event_args, exception_mask) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_send_runtime_event_args, gpu_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_send_runtime_event_args, queue_id) == 12,
+    "struct kfd_ioctl_dbg_trap_send_runtime_event_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_set_exceptions_enabled_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_set_exceptions_enabled_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_exceptions_enabled_args, exception_mask) == 0,
+    "struct kfd_ioctl_dbg_trap_set_exceptions_enabled_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_set_wave_launch_override_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_set_wave_launch_override_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_wave_launch_override_args, override_mode) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_wave_launch_override_args, enable_mask) == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_wave_launch_override_args, support_request_mask) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_wave_launch_override_args, pad) == 12,
+    "struct kfd_ioctl_dbg_trap_set_wave_launch_override_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_set_wave_launch_mode_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_set_wave_launch_mode_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_wave_launch_mode_args, launch_mode) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_wave_launch_mode_args, pad) == 4,
+    "struct kfd_ioctl_dbg_trap_set_wave_launch_mode_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_suspend_queues_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_suspend_queues_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_suspend_queues_args, exception_mask) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_suspend_queues_args, queue_array_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_suspend_queues_args, num_queues) == 16
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_suspend_queues_args, grace_period) == 20,
+    "struct kfd_ioctl_dbg_trap_suspend_queues_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_resume_queues_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_resume_queues_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_resume_queues_args, queue_array_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_resume_queues_args, num_queues) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_resume_queues_args, pad) == 12,
+    "struct kfd_ioctl_dbg_trap_resume_queues_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_set_node_address_watch_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_set_node_address_watch_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_node_address_watch_args, address) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_node_address_watch_args, mode) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_node_address_watch_args, mask) == 12
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_node_address_watch_args, gpu_id) == 16
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_node_address_watch_args, id) == 20,
+    "struct kfd_ioctl_dbg_trap_set_node_address_watch_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_clear_node_address_watch_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_clear_node_address_watch_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_clear_node_address_watch_args, gpu_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_clear_node_address_watch_args, id) == 4,
+    "struct kfd_ioctl_dbg_trap_clear_node_address_watch_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_set_flags_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_set_flags_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_flags_args, flags) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_set_flags_args, pad) == 4,
+    "struct kfd_ioctl_dbg_trap_set_flags_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_query_debug_event_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_query_debug_event_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_debug_event_args, exception_mask) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_debug_event_args, gpu_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_debug_event_args, queue_id) == 12,
+    "struct kfd_ioctl_dbg_trap_query_debug_event_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_query_exception_info_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_query_exception_info_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_exception_info_args, info_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_exception_info_args, info_size) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_exception_info_args, source_id) == 12
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_exception_info_args, exception_code) == 16
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_query_exception_info_args, clear_exception) == 20,
+    "struct kfd_ioctl_dbg_trap_query_exception_info_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_queue_snapshot_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_queue_snapshot_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_queue_snapshot_args, exception_mask) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_queue_snapshot_args, snapshot_buf_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_queue_snapshot_args, num_queues) == 16
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_queue_snapshot_args, entry_size) == 20,
+    "struct kfd_ioctl_dbg_trap_queue_snapshot_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_device_snapshot_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_device_snapshot_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_device_snapshot_args, exception_mask) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_device_snapshot_args, snapshot_buf_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_device_snapshot_args, num_devices) == 16
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_device_snapshot_args, entry_size) == 20,
+    "struct kfd_ioctl_dbg_trap_device_snapshot_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_dbg_trap_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_dbg_trap_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, pid) == 0
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, op) == 4
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.enable) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.send_runtime_event) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.set_exceptions_enabled) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.launch_override) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.launch_mode) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.suspend_queues) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.resume_queues) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.set_node_address_watch) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.clear_node_address_watch) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.set_flags) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.query_debug_event) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.query_exception_info) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.queue_snapshot) == 8
+        && core::mem::offset_of!(kfd_ioctl_dbg_trap_args, __anon_union_1.device_snapshot) == 8,
+    "struct kfd_ioctl_dbg_trap_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_create_event_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_create_event_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, event_page_offset) == 0
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, event_trigger_data) == 8
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, event_type) == 12
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, auto_reset) == 16
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, node_id) == 20
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, event_id) == 24
+        && core::mem::offset_of!(kfd_ioctl_create_event_args, event_slot_index) == 28,
+    "struct kfd_ioctl_create_event_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_destroy_event_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_destroy_event_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_destroy_event_args, event_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_destroy_event_args, pad) == 4,
+    "struct kfd_ioctl_destroy_event_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_set_event_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_set_event_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_set_event_args, event_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_set_event_args, pad) == 4,
+    "struct kfd_ioctl_set_event_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_reset_event_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_reset_event_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_reset_event_args, event_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_reset_event_args, pad) == 4,
+    "struct kfd_ioctl_reset_event_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_memory_exception_failure>() == 16
+        && core::mem::align_of::<kfd_memory_exception_failure>() == 4
+        && core::mem::offset_of!(kfd_memory_exception_failure, NotPresent) == 0
+        && core::mem::offset_of!(kfd_memory_exception_failure, ReadOnly) == 4
+        && core::mem::offset_of!(kfd_memory_exception_failure, NoExecute) == 8
+        && core::mem::offset_of!(kfd_memory_exception_failure, imprecise) == 12,
+    "struct kfd_memory_exception_failure: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_hsa_memory_exception_data>() == 32
+        && core::mem::align_of::<kfd_hsa_memory_exception_data>() == 8
+        && core::mem::offset_of!(kfd_hsa_memory_exception_data, failure) == 0
+        && core::mem::offset_of!(kfd_hsa_memory_exception_data, va) == 16
+        && core::mem::offset_of!(kfd_hsa_memory_exception_data, gpu_id) == 24
+        && core::mem::offset_of!(kfd_hsa_memory_exception_data, ErrorType) == 28,
+    "struct kfd_hsa_memory_exception_data: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_hsa_hw_exception_data>() == 16
+        && core::mem::align_of::<kfd_hsa_hw_exception_data>() == 4
+        && core::mem::offset_of!(kfd_hsa_hw_exception_data, reset_type) == 0
+        && core::mem::offset_of!(kfd_hsa_hw_exception_data, reset_cause) == 4
+        && core::mem::offset_of!(kfd_hsa_hw_exception_data, memory_lost) == 8
+        && core::mem::offset_of!(kfd_hsa_hw_exception_data, gpu_id) == 12,
+    "struct kfd_hsa_hw_exception_data: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_hsa_signal_event_data>() == 8
+        && core::mem::align_of::<kfd_hsa_signal_event_data>() == 8
+        && core::mem::offset_of!(kfd_hsa_signal_event_data, last_event_age) == 0,
+    "struct kfd_hsa_signal_event_data: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_event_data>() == 48
+        && core::mem::align_of::<kfd_event_data>() == 8
+        && core::mem::offset_of!(kfd_event_data, __anon_union_1) == 0
+        && core::mem::offset_of!(kfd_event_data, kfd_event_data_ext) == 32
+        && core::mem::offset_of!(kfd_event_data, event_id) == 40
+        && core::mem::offset_of!(kfd_event_data, pad) == 44
+        && core::mem::offset_of!(kfd_event_data, __anon_union_1.memory_exception_data) == 0
+        && core::mem::offset_of!(kfd_event_data, __anon_union_1.hw_exception_data) == 0
+        && core::mem::offset_of!(kfd_event_data, __anon_union_1.signal_event_data) == 0,
+    "struct kfd_event_data: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_wait_events_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_wait_events_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_wait_events_args, events_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_wait_events_args, num_events) == 8
+        && core::mem::offset_of!(kfd_ioctl_wait_events_args, wait_for_all) == 12
+        && core::mem::offset_of!(kfd_ioctl_wait_events_args, timeout) == 16
+        && core::mem::offset_of!(kfd_ioctl_wait_events_args, wait_result) == 20,
+    "struct kfd_ioctl_wait_events_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_set_scratch_backing_va_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_set_scratch_backing_va_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_set_scratch_backing_va_args, va_addr) == 0
+        && core::mem::offset_of!(kfd_ioctl_set_scratch_backing_va_args, gpu_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_set_scratch_backing_va_args, pad) == 12,
+    "struct kfd_ioctl_set_scratch_backing_va_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_tile_config_args>() == 40
+        && core::mem::align_of::<kfd_ioctl_get_tile_config_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, tile_config_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, macro_tile_config_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, num_tile_configs) == 16
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, num_macro_tile_configs) == 20
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, gpu_id) == 24
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, gb_addr_config) == 28
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, num_banks) == 32
+        && core::mem::offset_of!(kfd_ioctl_get_tile_config_args, num_ranks) == 36,
+    "struct kfd_ioctl_get_tile_config_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_set_trap_handler_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_set_trap_handler_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_set_trap_handler_args, tba_addr) == 0
+        && core::mem::offset_of!(kfd_ioctl_set_trap_handler_args, tma_addr) == 8
+        && core::mem::offset_of!(kfd_ioctl_set_trap_handler_args, gpu_id) == 16
+        && core::mem::offset_of!(kfd_ioctl_set_trap_handler_args, pad) == 20,
+    "struct kfd_ioctl_set_trap_handler_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_acquire_vm_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_acquire_vm_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_acquire_vm_args, drm_fd) == 0
+        && core::mem::offset_of!(kfd_ioctl_acquire_vm_args, gpu_id) == 4,
+    "struct kfd_ioctl_acquire_vm_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_alloc_memory_of_gpu_args>() == 40
+        && core::mem::align_of::<kfd_ioctl_alloc_memory_of_gpu_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_alloc_memory_of_gpu_args, va_addr) == 0
+        && core::mem::offset_of!(kfd_ioctl_alloc_memory_of_gpu_args, size) == 8
+        && core::mem::offset_of!(kfd_ioctl_alloc_memory_of_gpu_args, handle) == 16
+        && core::mem::offset_of!(kfd_ioctl_alloc_memory_of_gpu_args, mmap_offset) == 24
+        && core::mem::offset_of!(kfd_ioctl_alloc_memory_of_gpu_args, gpu_id) == 32
+        && core::mem::offset_of!(kfd_ioctl_alloc_memory_of_gpu_args, flags) == 36,
+    "struct kfd_ioctl_alloc_memory_of_gpu_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_free_memory_of_gpu_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_free_memory_of_gpu_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_free_memory_of_gpu_args, handle) == 0,
+    "struct kfd_ioctl_free_memory_of_gpu_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_available_memory_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_get_available_memory_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_available_memory_args, available) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_available_memory_args, gpu_id) == 8
+        && core::mem::offset_of!(kfd_ioctl_get_available_memory_args, pad) == 12,
+    "struct kfd_ioctl_get_available_memory_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_map_memory_to_gpu_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_map_memory_to_gpu_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_map_memory_to_gpu_args, handle) == 0
+        && core::mem::offset_of!(kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_map_memory_to_gpu_args, n_devices) == 16
+        && core::mem::offset_of!(kfd_ioctl_map_memory_to_gpu_args, n_success) == 20,
+    "struct kfd_ioctl_map_memory_to_gpu_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_unmap_memory_from_gpu_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_unmap_memory_from_gpu_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_unmap_memory_from_gpu_args, handle) == 0
+        && core::mem::offset_of!(kfd_ioctl_unmap_memory_from_gpu_args, device_ids_array_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_unmap_memory_from_gpu_args, n_devices) == 16
+        && core::mem::offset_of!(kfd_ioctl_unmap_memory_from_gpu_args, n_success) == 20,
+    "struct kfd_ioctl_unmap_memory_from_gpu_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_alloc_queue_gws_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_alloc_queue_gws_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_alloc_queue_gws_args, queue_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_alloc_queue_gws_args, num_gws) == 4
+        && core::mem::offset_of!(kfd_ioctl_alloc_queue_gws_args, first_gws) == 8
+        && core::mem::offset_of!(kfd_ioctl_alloc_queue_gws_args, pad) == 12,
+    "struct kfd_ioctl_alloc_queue_gws_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_get_dmabuf_info_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_get_dmabuf_info_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_get_dmabuf_info_args, size) == 0
+        && core::mem::offset_of!(kfd_ioctl_get_dmabuf_info_args, metadata_ptr) == 8
+        && core::mem::offset_of!(kfd_ioctl_get_dmabuf_info_args, metadata_size) == 16
+        && core::mem::offset_of!(kfd_ioctl_get_dmabuf_info_args, gpu_id) == 20
+        && core::mem::offset_of!(kfd_ioctl_get_dmabuf_info_args, flags) == 24
+        && core::mem::offset_of!(kfd_ioctl_get_dmabuf_info_args, dmabuf_fd) == 28,
+    "struct kfd_ioctl_get_dmabuf_info_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_import_dmabuf_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_import_dmabuf_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_import_dmabuf_args, va_addr) == 0
+        && core::mem::offset_of!(kfd_ioctl_import_dmabuf_args, handle) == 8
+        && core::mem::offset_of!(kfd_ioctl_import_dmabuf_args, gpu_id) == 16
+        && core::mem::offset_of!(kfd_ioctl_import_dmabuf_args, dmabuf_fd) == 20,
+    "struct kfd_ioctl_import_dmabuf_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_export_dmabuf_args>() == 16
+        && core::mem::align_of::<kfd_ioctl_export_dmabuf_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_export_dmabuf_args, handle) == 0
+        && core::mem::offset_of!(kfd_ioctl_export_dmabuf_args, flags) == 8
+        && core::mem::offset_of!(kfd_ioctl_export_dmabuf_args, dmabuf_fd) == 12,
+    "struct kfd_ioctl_export_dmabuf_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_smi_events_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_smi_events_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_smi_events_args, gpuid) == 0
+        && core::mem::offset_of!(kfd_ioctl_smi_events_args, anon_fd) == 4,
+    "struct kfd_ioctl_smi_events_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_spm_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_spm_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_spm_args, dest_buf) == 0
+        && core::mem::offset_of!(kfd_ioctl_spm_args, buf_size) == 8
+        && core::mem::offset_of!(kfd_ioctl_spm_args, op) == 12
+        && core::mem::offset_of!(kfd_ioctl_spm_args, timeout) == 16
+        && core::mem::offset_of!(kfd_ioctl_spm_args, gpu_id) == 20
+        && core::mem::offset_of!(kfd_ioctl_spm_args, bytes_copied) == 24
+        && core::mem::offset_of!(kfd_ioctl_spm_args, has_data_loss) == 28,
+    "struct kfd_ioctl_spm_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_spm_buffer_header>() == 32
+        && core::mem::align_of::<kfd_ioctl_spm_buffer_header>() == 4
+        && core::mem::offset_of!(kfd_ioctl_spm_buffer_header, version) == 0
+        && core::mem::offset_of!(kfd_ioctl_spm_buffer_header, bytes_copied) == 4
+        && core::mem::offset_of!(kfd_ioctl_spm_buffer_header, has_data_loss) == 8
+        && core::mem::offset_of!(kfd_ioctl_spm_buffer_header, reserved) == 12,
+    "struct kfd_ioctl_spm_buffer_header: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_criu_args>() == 56
+        && core::mem::align_of::<kfd_ioctl_criu_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_criu_args, devices) == 0
+        && core::mem::offset_of!(kfd_ioctl_criu_args, bos) == 8
+        && core::mem::offset_of!(kfd_ioctl_criu_args, priv_data) == 16
+        && core::mem::offset_of!(kfd_ioctl_criu_args, priv_data_size) == 24
+        && core::mem::offset_of!(kfd_ioctl_criu_args, num_devices) == 32
+        && core::mem::offset_of!(kfd_ioctl_criu_args, num_bos) == 36
+        && core::mem::offset_of!(kfd_ioctl_criu_args, num_objects) == 40
+        && core::mem::offset_of!(kfd_ioctl_criu_args, pid) == 44
+        && core::mem::offset_of!(kfd_ioctl_criu_args, op) == 48,
+    "struct kfd_ioctl_criu_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_criu_device_bucket>() == 16
+        && core::mem::align_of::<kfd_criu_device_bucket>() == 4
+        && core::mem::offset_of!(kfd_criu_device_bucket, user_gpu_id) == 0
+        && core::mem::offset_of!(kfd_criu_device_bucket, actual_gpu_id) == 4
+        && core::mem::offset_of!(kfd_criu_device_bucket, drm_fd) == 8
+        && core::mem::offset_of!(kfd_criu_device_bucket, pad) == 12,
+    "struct kfd_criu_device_bucket: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_criu_bo_bucket>() == 48
+        && core::mem::align_of::<kfd_criu_bo_bucket>() == 8
+        && core::mem::offset_of!(kfd_criu_bo_bucket, addr) == 0
+        && core::mem::offset_of!(kfd_criu_bo_bucket, size) == 8
+        && core::mem::offset_of!(kfd_criu_bo_bucket, offset) == 16
+        && core::mem::offset_of!(kfd_criu_bo_bucket, restored_offset) == 24
+        && core::mem::offset_of!(kfd_criu_bo_bucket, gpu_id) == 32
+        && core::mem::offset_of!(kfd_criu_bo_bucket, alloc_flags) == 36
+        && core::mem::offset_of!(kfd_criu_bo_bucket, dmabuf_fd) == 40
+        && core::mem::offset_of!(kfd_criu_bo_bucket, pad) == 44,
+    "struct kfd_criu_bo_bucket: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_ipc_export_handle_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_ipc_export_handle_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_ipc_export_handle_args, handle) == 0
+        && core::mem::offset_of!(kfd_ioctl_ipc_export_handle_args, share_handle) == 8
+        && core::mem::offset_of!(kfd_ioctl_ipc_export_handle_args, gpu_id) == 24
+        && core::mem::offset_of!(kfd_ioctl_ipc_export_handle_args, flags) == 28,
+    "struct kfd_ioctl_ipc_export_handle_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_ipc_import_handle_args>() == 48
+        && core::mem::align_of::<kfd_ioctl_ipc_import_handle_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_ipc_import_handle_args, handle) == 0
+        && core::mem::offset_of!(kfd_ioctl_ipc_import_handle_args, va_addr) == 8
+        && core::mem::offset_of!(kfd_ioctl_ipc_import_handle_args, mmap_offset) == 16
+        && core::mem::offset_of!(kfd_ioctl_ipc_import_handle_args, share_handle) == 24
+        && core::mem::offset_of!(kfd_ioctl_ipc_import_handle_args, gpu_id) == 40
+        && core::mem::offset_of!(kfd_ioctl_ipc_import_handle_args, flags) == 44,
+    "struct kfd_ioctl_ipc_import_handle_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_memory_range>() == 16
+        && core::mem::align_of::<kfd_memory_range>() == 8
+        && core::mem::offset_of!(kfd_memory_range, va_addr) == 0
+        && core::mem::offset_of!(kfd_memory_range, size) == 8,
+    "struct kfd_memory_range: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_cross_memory_copy_args>() == 48
+        && core::mem::align_of::<kfd_ioctl_cross_memory_copy_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, pid) == 0
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, flags) == 4
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, src_mem_range_array) == 8
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, src_mem_array_size) == 16
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, dst_mem_range_array) == 24
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, dst_mem_array_size) == 32
+        && core::mem::offset_of!(kfd_ioctl_cross_memory_copy_args, bytes_copied) == 40,
+    "struct kfd_ioctl_cross_memory_copy_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_svm_attribute>() == 8
+        && core::mem::align_of::<kfd_ioctl_svm_attribute>() == 4
+        && core::mem::offset_of!(kfd_ioctl_svm_attribute, r#type) == 0
+        && core::mem::offset_of!(kfd_ioctl_svm_attribute, value) == 4,
+    "struct kfd_ioctl_svm_attribute: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_svm_args>() == 24
+        && core::mem::align_of::<kfd_ioctl_svm_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_svm_args, start_addr) == 0
+        && core::mem::offset_of!(kfd_ioctl_svm_args, size) == 8
+        && core::mem::offset_of!(kfd_ioctl_svm_args, op) == 16
+        && core::mem::offset_of!(kfd_ioctl_svm_args, nattr) == 20
+        && core::mem::offset_of!(kfd_ioctl_svm_args, attrs) == 24,
+    "struct kfd_ioctl_svm_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_set_xnack_mode_args>() == 4
+        && core::mem::align_of::<kfd_ioctl_set_xnack_mode_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_set_xnack_mode_args, xnack_enabled) == 0,
+    "struct kfd_ioctl_set_xnack_mode_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_pc_sample_info>() == 40
+        && core::mem::align_of::<kfd_pc_sample_info>() == 8
+        && core::mem::offset_of!(kfd_pc_sample_info, interval) == 0
+        && core::mem::offset_of!(kfd_pc_sample_info, interval_min) == 8
+        && core::mem::offset_of!(kfd_pc_sample_info, interval_max) == 16
+        && core::mem::offset_of!(kfd_pc_sample_info, flags) == 24
+        && core::mem::offset_of!(kfd_pc_sample_info, method) == 32
+        && core::mem::offset_of!(kfd_pc_sample_info, r#type) == 36,
+    "struct kfd_pc_sample_info: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_pc_sample_args>() == 32
+        && core::mem::align_of::<kfd_ioctl_pc_sample_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, sample_info_ptr) == 0
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, num_sample_info) == 8
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, op) == 12
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, gpu_id) == 16
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, trace_id) == 20
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, flags) == 24
+        && core::mem::offset_of!(kfd_ioctl_pc_sample_args, reserved) == 28,
+    "struct kfd_ioctl_pc_sample_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_pmc_settings>() == 12
+        && core::mem::align_of::<kfd_ioctl_pmc_settings>() == 4
+        && core::mem::offset_of!(kfd_ioctl_pmc_settings, gpu_id) == 0
+        && core::mem::offset_of!(kfd_ioctl_pmc_settings, lock) == 4
+        && core::mem::offset_of!(kfd_ioctl_pmc_settings, perfcount_enable) == 8,
+    "struct kfd_ioctl_pmc_settings: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_profiler_args>() == 40
+        && core::mem::align_of::<kfd_ioctl_profiler_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_profiler_args, op) == 0
+        && core::mem::offset_of!(kfd_ioctl_profiler_args, __anon_union_1) == 8
+        && core::mem::offset_of!(kfd_ioctl_profiler_args, __anon_union_1.pc_sample) == 8
+        && core::mem::offset_of!(kfd_ioctl_profiler_args, __anon_union_1.pmc) == 8
+        && core::mem::offset_of!(kfd_ioctl_profiler_args, __anon_union_1.version) == 8,
+    "struct kfd_ioctl_profiler_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ais_in_args>() == 40
+        && core::mem::align_of::<kfd_ais_in_args>() == 8
+        && core::mem::offset_of!(kfd_ais_in_args, handle) == 0
+        && core::mem::offset_of!(kfd_ais_in_args, handle_offset) == 8
+        && core::mem::offset_of!(kfd_ais_in_args, file_offset) == 16
+        && core::mem::offset_of!(kfd_ais_in_args, size) == 24
+        && core::mem::offset_of!(kfd_ais_in_args, op) == 32
+        && core::mem::offset_of!(kfd_ais_in_args, fd) == 36,
+    "struct kfd_ais_in_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ais_out_args>() == 16
+        && core::mem::align_of::<kfd_ais_out_args>() == 8
+        && core::mem::offset_of!(kfd_ais_out_args, size_copied) == 0
+        && core::mem::offset_of!(kfd_ais_out_args, status) == 8
+        && core::mem::offset_of!(kfd_ais_out_args, pad) == 12,
+    "struct kfd_ais_out_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_ais_args>() == 40
+        && core::mem::align_of::<kfd_ioctl_ais_args>() == 8
+        && core::mem::offset_of!(kfd_ioctl_ais_args, __anon_union_1) == 0
+        && core::mem::offset_of!(kfd_ioctl_ais_args, __anon_union_1.r#in) == 0
+        && core::mem::offset_of!(kfd_ioctl_ais_args, __anon_union_1.out) == 0,
+    "struct kfd_ioctl_ais_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_create_process_args>() == 8
+        && core::mem::align_of::<kfd_ioctl_create_process_args>() == 4
+        && core::mem::offset_of!(kfd_ioctl_create_process_args, flags) == 0
+        && core::mem::offset_of!(kfd_ioctl_create_process_args, pad) == 4,
+    "struct kfd_ioctl_create_process_args: layout differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_override_mode>() == 4 && core::mem::align_of::<kfd_dbg_trap_override_mode>() == 4,
+    "enum kfd_dbg_trap_override_mode: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_mask>() == 4 && core::mem::align_of::<kfd_dbg_trap_mask>() == 4,
+    "enum kfd_dbg_trap_mask: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_wave_launch_mode>() == 4 && core::mem::align_of::<kfd_dbg_trap_wave_launch_mode>() == 4,
+    "enum kfd_dbg_trap_wave_launch_mode: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_address_watch_mode>() == 4 && core::mem::align_of::<kfd_dbg_trap_address_watch_mode>() == 4,
+    "enum kfd_dbg_trap_address_watch_mode: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_flags>() == 4 && core::mem::align_of::<kfd_dbg_trap_flags>() == 4,
+    "enum kfd_dbg_trap_flags: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_exception_code>() == 4 && core::mem::align_of::<kfd_dbg_trap_exception_code>() == 4,
+    "enum kfd_dbg_trap_exception_code: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_runtime_state>() == 4 && core::mem::align_of::<kfd_dbg_runtime_state>() == 4,
+    "enum kfd_dbg_runtime_state: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_dbg_trap_operations>() == 4 && core::mem::align_of::<kfd_dbg_trap_operations>() == 4,
+    "enum kfd_dbg_trap_operations: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_smi_event>() == 4 && core::mem::align_of::<kfd_smi_event>() == 4,
+    "enum kfd_smi_event: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_spm_op>() == 4 && core::mem::align_of::<kfd_ioctl_spm_op>() == 4,
+    "enum kfd_ioctl_spm_op: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_criu_op>() == 4 && core::mem::align_of::<kfd_criu_op>() == 4,
+    "enum kfd_criu_op: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_mmio_remap>() == 4 && core::mem::align_of::<kfd_mmio_remap>() == 4,
+    "enum kfd_mmio_remap: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_svm_op>() == 4 && core::mem::align_of::<kfd_ioctl_svm_op>() == 4,
+    "enum kfd_ioctl_svm_op: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_svm_location>() == 4 && core::mem::align_of::<kfd_ioctl_svm_location>() == 4,
+    "enum kfd_ioctl_svm_location: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_svm_attr_type>() == 4 && core::mem::align_of::<kfd_ioctl_svm_attr_type>() == 4,
+    "enum kfd_ioctl_svm_attr_type: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_pc_sample_op>() == 4 && core::mem::align_of::<kfd_ioctl_pc_sample_op>() == 4,
+    "enum kfd_ioctl_pc_sample_op: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_pc_sample_method>() == 4 && core::mem::align_of::<kfd_ioctl_pc_sample_method>() == 4,
+    "enum kfd_ioctl_pc_sample_method: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ioctl_pc_sample_type>() == 4 && core::mem::align_of::<kfd_ioctl_pc_sample_type>() == 4,
+    "enum kfd_ioctl_pc_sample_type: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_profiler_ops>() == 4 && core::mem::align_of::<kfd_profiler_ops>() == 4,
+    "enum kfd_profiler_ops: size differs from the C headers"
+);
+const _: () = assert!(
+    core::mem::size_of::<kfd_ais_ops>() == 4 && core::mem::align_of::<kfd_ais_ops>() == 4,
+    "enum kfd_ais_ops: size differs from the C headers"
+);
+
 // Request numbers: computed from the argument type, never typed in.
 pub const AMDKFD_IOC_GET_VERSION: u32 = ior::<kfd_ioctl_get_version_args>(0x01);
 pub const AMDKFD_IOC_CREATE_QUEUE: u32 = iowr::<kfd_ioctl_create_queue_args>(0x02);

@@ -57,10 +57,14 @@ pub struct DrmCloseArgs {
     pub fd: c_int,
 }
 
-// Layout of the 1.1 header (LP64): offsets 0, 4, 8, 16, 24; 32 bytes.
-static_assertions::const_assert_eq!(core::mem::size_of::<HsakmtModelFunctions>(), 32);
-static_assertions::const_assert_eq!(core::mem::offset_of!(HsakmtModelFunctions, version_minor), 4);
-static_assertions::const_assert_eq!(core::mem::offset_of!(HsakmtModelFunctions, create_memfd), 8);
-static_assertions::const_assert_eq!(core::mem::offset_of!(HsakmtModelFunctions, handle_ioctl), 16);
-static_assertions::const_assert_eq!(core::mem::offset_of!(HsakmtModelFunctions, handle_drm_call), 24);
-static_assertions::const_assert_eq!(core::mem::size_of::<DrmOpenRenderArgs>(), 16);
+// Layout of the 1.1 header (LP64): offsets 0, 4, 8, 16, 24; 32 bytes (checked at compile time,
+// like the generated modules' layouts).
+const _: () = assert!(
+    core::mem::size_of::<HsakmtModelFunctions>() == 32
+        && core::mem::offset_of!(HsakmtModelFunctions, version_minor) == 4
+        && core::mem::offset_of!(HsakmtModelFunctions, create_memfd) == 8
+        && core::mem::offset_of!(HsakmtModelFunctions, handle_ioctl) == 16
+        && core::mem::offset_of!(HsakmtModelFunctions, handle_drm_call) == 24,
+    "hsakmt_model_functions 1.1: layout differs from hsakmtmodeliface.h"
+);
+const _: () = assert!(core::mem::size_of::<DrmOpenRenderArgs>() == 16, "DrmOpenRenderArgs: size differs from hsakmtmodeliface.h");
