@@ -6,17 +6,17 @@
 //! only their encodings (sizes, request numbers) are checked by unit tests.
 
 use crate::RawIoctl;
+use hsakmt_core::abi::ioc;
 use hsakmt_core::{Errno, GemVaOp};
 use rustix::fd::BorrowedFd;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// `_IOC` encoding with the DRM type byte ('d').
+/// `_IOC` with the DRM type byte ('d'): the core's encoder.
 const fn drm_ioc(dir: u32, nr: u32, size: usize) -> u32 {
-    assert!(size < (1 << 14));
-    (dir << 30) | ((size as u32) << 16) | ((b'd' as u32) << 8) | nr
+    ioc::encode(dir, b'd', nr, size)
 }
-const IOC_WRITE: u32 = 1;
-const IOC_READ: u32 = 2;
+const IOC_WRITE: u32 = ioc::DIR_WRITE;
+const IOC_READ: u32 = ioc::DIR_READ;
 /// First driver-private DRM command number.
 const DRM_COMMAND_BASE: u32 = 0x40;
 

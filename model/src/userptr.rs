@@ -41,8 +41,10 @@ struct ProcmapQuery {
     build_id_addr: u64,
 }
 
-/// `_IOWR('f', 17, struct procmap_query)`.
-const PROCMAP_QUERY: libc::c_ulong = 0xc068_6611;
+/// `_IOWR('f', 17, struct procmap_query)`, from the core's `_IOC` encoder.
+const PROCMAP_QUERY: libc::c_ulong =
+    hsakmt_core::abi::ioc::encode(hsakmt_core::abi::ioc::DIR_READ | hsakmt_core::abi::ioc::DIR_WRITE, b'f', 17, size_of::<ProcmapQuery>())
+        as libc::c_ulong;
 const VMA_READABLE: u64 = 1;
 const VMA_WRITABLE: u64 = 2;
 

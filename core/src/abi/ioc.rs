@@ -1,5 +1,6 @@
-//! Linux `_IOC` request encoding for the KFD ('K') ioctl group.
-//! The size field comes from the argument type, so it cannot drift from the struct.
+//! Linux `_IOC` request encoding: the one encoder of the workspace (the KFD's 'K' group here,
+//! the DRM 'd' group of the Linux backend through [`encode`]). The size field comes from the
+//! argument type, so it cannot drift from the struct.
 
 const NRBITS: u32 = 8;
 const TYPEBITS: u32 = 8;
@@ -16,9 +17,15 @@ pub const DIR_READ: u32 = 2;
 /// The ioctl type byte of amdkfd.
 pub const KFD_IOCTL_BASE: u32 = b'K' as u32;
 
+/// `_IOC(dir, type, nr, size)` for any ioctl type byte.
+pub const fn encode(dir: u32, ty: u8, nr: u32, size: usize) -> u32 {
+    assert!(size < (1 << SIZEBITS) && nr < (1 << NRBITS) && dir < 4);
+    (dir << DIRSHIFT) | ((ty as u32) << TYPESHIFT) | (nr << NRSHIFT) | ((size as u32) << SIZESHIFT)
+}
+
+/// `_IOC` in the KFD's group.
 pub const fn ioc(dir: u32, nr: u32, size: usize) -> u32 {
-    assert!(size < (1 << SIZEBITS));
-    (dir << DIRSHIFT) | (KFD_IOCTL_BASE << TYPESHIFT) | (nr << NRSHIFT) | ((size as u32) << SIZESHIFT)
+    encode(dir, KFD_IOCTL_BASE as u8, nr, size)
 }
 pub const fn io(nr: u32) -> u32 {
     ioc(DIR_NONE, nr, 0)
