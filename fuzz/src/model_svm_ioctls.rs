@@ -6,7 +6,7 @@
 //! must be sorted and disjoint, and a granularity just set must read back (clamped to 0x3F).
 #![no_main]
 
-#[path = "../common/mod.rs"]
+#[path = "common.rs"]
 mod common;
 
 use common::*;

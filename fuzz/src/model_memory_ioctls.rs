@@ -10,7 +10,7 @@
 //! the model scribble on the fuzzer's own memory; pointers it only reads may be anything.
 #![no_main]
 
-#[path = "../common/mod.rs"]
+#[path = "common.rs"]
 mod common;
 
 use common::*;

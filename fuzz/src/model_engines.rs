@@ -5,7 +5,7 @@
 //! bounded by its budget, and the number of calls per input is bounded too.
 #![no_main]
 
-#[path = "../common/mod.rs"]
+#[path = "common.rs"]
 mod common;
 
 use common::*;

@@ -9,7 +9,7 @@
 //! mapped writable (NULL page, non-canonical, read-only data).
 #![no_main]
 
-#[path = "../common/mod.rs"]
+#[path = "common.rs"]
 mod common;
 
 use common::*;
