@@ -1,8 +1,8 @@
 //! What the model fuzz targets share: a reader of the fuzz input, the raw ioctl call, the
 //! model set-up (a VM acquired on the first GPUs), GPU-mapped BOs, and addresses the model may
-//! be asked to write through that are never writable memory of ours. Each target includes it
-//! with `#[path = "common.rs"] mod common;` (the fuzz package has no library) and uses
-//! what it needs.
+//! be asked to write through that are never writable memory of ours. Each target uses what it
+//! needs.
+
 #![allow(dead_code)]
 
 use hsakmt_core::abi::kfd::*;

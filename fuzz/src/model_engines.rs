@@ -3,16 +3,11 @@
 //! and indirect-buffer / kernarg memory, over a fixed set of mappings (a writable GTT BO, a
 //! read-only BO, an event page). Nothing may crash, panic or hang: every `engine_run` call is
 //! bounded by its budget, and the number of calls per input is bounded too.
-#![no_main]
 
-#[path = "common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::engine::{EngineKind, RingDesc, RingProgress, RunEnd};
 use hsakmt_model::{Model, ModelConfig};
-use libfuzzer_sys::fuzz_target;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 
@@ -49,7 +44,8 @@ fn world() -> &'static Mutex<World> {
     })
 }
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     let w = world().lock().unwrap_or_else(|e| e.into_inner());
     let mut b = Bytes(data);
     let kind = match b.u8() % 3 {
@@ -85,4 +81,4 @@ fuzz_target!(|data: &[u8]| {
             RunEnd::Blocked | RunEnd::Budget => {}
         }
     }
-});
+}

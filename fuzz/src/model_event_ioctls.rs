@@ -7,16 +7,11 @@
 //!
 //! Pointers the model writes through are the target's own buffers or addresses that cannot be
 //! mapped writable (NULL page, non-canonical, read-only data).
-#![no_main]
 
-#[path = "common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::events::event_data;
 use hsakmt_model::{Model, ModelConfig};
-use libfuzzer_sys::fuzz_target;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 use zerocopy::FromZeros;
@@ -51,7 +46,8 @@ fn world() -> &'static Mutex<World> {
 const EVENT_IOCTLS: [u32; 5] =
     [AMDKFD_IOC_CREATE_EVENT, AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_SET_EVENT, AMDKFD_IOC_RESET_EVENT, AMDKFD_IOC_WAIT_EVENTS];
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     let w = world().lock().unwrap_or_else(|e| e.into_inner());
     let World { m, gpus, gtt, vram, .. } = &*w;
     let mut b = Bytes(data);
@@ -185,4 +181,4 @@ fuzz_target!(|data: &[u8]| {
         ioctl(m, AMDKFD_IOC_DESTROY_EVENT, &mut a).expect("a live event can be destroyed");
     }
     assert_eq!(m.live_events(), 0, "events the target does not know of");
-});
+}

@@ -8,16 +8,11 @@
 //! Pointers the model *writes* through are either the target's own buffers or addresses that
 //! cannot be mapped (NULL page, non-canonical, read-only data), so a fuzzed value never makes
 //! the model scribble on the fuzzer's own memory; pointers it only reads may be anything.
-#![no_main]
 
-#[path = "common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_core::Kfd;
 use hsakmt_model::{AtomicOp, Model, ModelConfig};
-use libfuzzer_sys::fuzz_target;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Mutex, OnceLock};
 
@@ -57,7 +52,8 @@ const MEM_IOCTLS: [u32; 12] = [
     AMDKFD_IOC_IPC_EXPORT_HANDLE,
 ];
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     let w = world().lock().unwrap_or_else(|e| e.into_inner());
     let World { m, ids, user, baseline, .. } = &*w;
     let (m, baseline) = (m, *baseline);
@@ -320,4 +316,4 @@ fuzz_target!(|data: &[u8]| {
     drop(dmabufs);
     assert_eq!(m.live_bos(), 0, "a BO survived unmap + free");
     assert_eq!(m.backing_bytes(), baseline, "backing store leaked");
-});
+}

@@ -7,15 +7,10 @@
 //!
 //! Pointers the model writes through are the target's own buffers or addresses that cannot be
 //! mapped writable (NULL page, non-canonical, read-only data).
-#![no_main]
 
-#[path = "common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::{Model, ModelConfig};
-use libfuzzer_sys::fuzz_target;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Mutex, OnceLock};
 use zerocopy::FromZeros;
@@ -66,7 +61,8 @@ const QUEUE_IOCTLS: [u32; 7] = [
     AMDKFD_IOC_SET_TRAP_HANDLER,
 ];
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     let w = world().lock().unwrap_or_else(|e| e.into_inner());
     let World { m, gpus, memfd, .. } = &*w;
     let mut b = Bytes(data);
@@ -229,4 +225,4 @@ fuzz_target!(|data: &[u8]| {
         ioctl(m, AMDKFD_IOC_DESTROY_QUEUE, &mut a).expect("a live queue can be destroyed");
     }
     assert_eq!(m.live_queues(), 0);
-});
+}

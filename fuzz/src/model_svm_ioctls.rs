@@ -4,15 +4,10 @@
 //! values), request sizes that cover fewer or more attributes than `nattr` says, and
 //! SET_XNACK_MODE queries and changes. Nothing may crash or panic; after every call the ranges
 //! must be sorted and disjoint, and a granularity just set must read back (clamped to 0x3F).
-#![no_main]
 
-#[path = "common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::{Model, ModelConfig};
-use libfuzzer_sys::fuzz_target;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 use zerocopy::IntoBytes;
@@ -63,7 +58,8 @@ fn svm(m: &Model, op: u32, start: u64, size: u64, attrs: &[kfd_ioctl_svm_attribu
     (r, buf)
 }
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     let w = world().lock().unwrap_or_else(|e| e.into_inner());
     let (m, gpus, arena) = (&w.m, &w.gpus, w.arena);
     let mut b = Bytes(data);
@@ -136,4 +132,4 @@ fuzz_target!(|data: &[u8]| {
         }
         assert!(ranges.iter().all(|r| r.1 > 0 && r.0 % PAGE == 0 && r.1 % PAGE == 0));
     }
-});
+}

@@ -1,12 +1,10 @@
 //! Fuzz target for the topology parsers: arbitrary bytes as properties files, number files,
 //! sibling lists and override strings, and split into the files of a small whole tree that
 //! `topology::snapshot` walks. Nothing may panic; every outcome is Ok or an error status.
-#![no_main]
 
 use hsakmt_core::topology::props::{parse_sibling_list, parse_single_u32, Props};
 use hsakmt_core::topology::{parse_gfx_override, snapshot, TopologyConfig};
 use hsakmt_core::{Backend, Errno, Kfd, SysTree};
-use libfuzzer_sys::fuzz_target;
 
 /// The files of a two-node tree (CPU + GPU) plus the CPU-side files; the input is cut at
 /// 0xFF bytes and the pieces fill these paths in order (missing pieces stay absent).
@@ -100,7 +98,8 @@ impl Kfd for FuzzKfd<'_> {
     }
 }
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     // The raw parsers on the whole input.
     let mut props = Props::new(data);
     for _ in props.by_ref() {}
@@ -122,4 +121,4 @@ fuzz_target!(|data: &[u8]| {
     }
     cfg.disable_svm = data.get(2).is_some_and(|b| b & 1 == 1);
     let _ = snapshot(&kfd, &cfg);
-});
+}

@@ -2,10 +2,8 @@
 //! sequence of operations (alloc with any size / alignment / guards / end alignment, fixed-address
 //! alloc, free of live or arbitrary addresses, lookup, clear). A shadow list of live ranges
 //! checks every answer, and the allocator's invariants are checked after each operation.
-#![no_main]
 
 use hsakmt_core::fmm::va::{default_alignment, grow_alignment, reserved_request, Request, VaAllocator, VaError};
-use libfuzzer_sys::fuzz_target;
 
 /// Reads little-endian values from the input; zeros once it runs out.
 struct Input<'a>(&'a [u8]);
@@ -28,7 +26,8 @@ impl Input<'_> {
     }
 }
 
-fuzz_target!(|data: &[u8]| {
+/// The target's body: one fuzz input.
+pub fn run(data: &[u8]) {
     let mut input = Input(data);
     let page = 1u64 << (12 + input.u8() % 5); // 4 KiB .. 64 KiB
                                               // Mostly small apertures (so they fill up), sometimes arbitrary ones (so bounds are hit).
@@ -118,4 +117,4 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(a.free(s), Some(n));
     }
     assert_eq!(a.free_bytes(), limit - base + 1, "everything coalesced back");
-});
+}
