@@ -128,7 +128,8 @@ fn calls(c: &mut Criterion, port: Port) {
         b.iter(|| {
             let mut a = kfd_ioctl_get_clock_counters_args::new_zeroed();
             a.gpu_id = gpu_id;
-            bare.ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, a.as_mut_bytes()).unwrap();
+            // SAFETY: GET_CLOCK_COUNTERS carries no address.
+            unsafe { bare.ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, a.as_mut_bytes()) }.unwrap();
             black_box(a.gpu_clock_counter)
         })
     });
@@ -157,8 +158,9 @@ fn calls(c: &mut Criterion, port: Port) {
 struct ModelPort(std::sync::Arc<hsakmt_model::Model>);
 
 impl Kfd for ModelPort {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), hsakmt_core::Errno> {
-        self.0.ioctl(request, arg)
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.0.ioctl(request, arg) }
     }
     unsafe fn mmap(&self, _: Option<usize>, _: usize, _: u32, _: bool, _: u64) -> Result<usize, hsakmt_core::Errno> {
         unimplemented!()

@@ -79,7 +79,8 @@ fn canned(name: &str) -> Arc<Canned> {
             let mut a: kfd_ioctl_get_process_apertures_new_args = FromZeros::new_zeroed();
             a.kfd_process_device_apertures_ptr = apertures.as_mut_ptr() as u64;
             a.num_of_nodes = n as u32;
-            model.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()).expect("the model's apertures");
+            // SAFETY: the apertures pointer is `apertures`, `n` live entries the model fills.
+            unsafe { model.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()) }.expect("the model's apertures");
             apertures.truncate(a.num_of_nodes as usize);
             Arc::new(Canned { model, files: Default::default(), counts: Default::default(), apertures })
         })
@@ -118,7 +119,10 @@ fn get<T: FromBytes>(arg: &[u8]) -> T {
 }
 
 impl Kfd for NullPort {
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    /// # Safety
+    /// As [`Kfd::ioctl`]; the only address used is GET_PROCESS_APERTURES_NEW's array, filled
+    /// with at most `num_of_nodes` entries.
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         match request {
             AMDKFD_IOC_GET_VERSION => put(arg, &kfd_ioctl_get_version_args { major_version: 1, minor_version: 17 }),
             AMDKFD_IOC_GET_CLOCK_COUNTERS => {
@@ -136,7 +140,7 @@ impl Kfd for NullPort {
                 let mut a: kfd_ioctl_get_process_apertures_new_args = get(arg);
                 let n = (a.num_of_nodes as usize).min(self.canned.apertures.len());
                 if a.num_of_nodes != 0 {
-                    // SAFETY: the thunk passes an array of `num_of_nodes` entries.
+                    // SAFETY: the caller's contract: an array of `num_of_nodes` entries.
                     let dst = unsafe {
                         std::slice::from_raw_parts_mut(a.kfd_process_device_apertures_ptr as usize as *mut kfd_process_device_apertures, n)
                     };

@@ -43,7 +43,7 @@ pub fn ioctl<T: IntoBytes + zerocopy::FromBytes>(m: &Model, request: u32, arg: &
 /// ACQUIRE_VM on the first `n` GPUs; the render-node stand-ins must outlive the model's use.
 pub fn acquire_vms(m: &Model, n: usize) -> Vec<OwnedFd> {
     let mut renders = Vec::new();
-    for g in m.gpus()[..n].to_vec() {
+    for g in m.gpus()[..n].iter().cloned() {
         let fd = m.open_render(g.drm_render_minor).expect("render node");
         let mut a = kfd_ioctl_acquire_vm_args { drm_fd: fd.as_raw_fd() as u32, gpu_id: g.gpu_id };
         ioctl(m, AMDKFD_IOC_ACQUIRE_VM, &mut a).expect("acquire vm");

@@ -56,7 +56,7 @@ pub fn run(data: &[u8]) {
     let ring_bytes = 1u64 << (b.u8() % 14);
     let ring_va = match b.u8() % 4 {
         0 => addr(&mut b),
-        _ => BASE + (u64::from(b.u32()) % BO_BYTES & !0xff),
+        _ => BASE + ((u64::from(b.u32()) % BO_BYTES) & !0xff),
     };
     // Memory writes: the ring, IBs, kernargs, signals and descriptors all live in the BO.
     for _ in 0..(b.u8() % 16) {

@@ -72,7 +72,7 @@ pub fn run(data: &[u8]) {
     };
     let handle = |b: &mut Bytes, live: &[u64]| -> u64 {
         let s = b.u8();
-        if s % 4 != 0 && !live.is_empty() {
+        if !s.is_multiple_of(4) && !live.is_empty() {
             live[s as usize % live.len()]
         } else {
             b.u64()

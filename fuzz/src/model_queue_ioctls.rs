@@ -69,7 +69,7 @@ pub fn run(data: &[u8]) {
     let mut live: Vec<(u32, u64)> = Vec::new();
     let id = |b: &mut Bytes, live: &[(u32, u64)]| -> u32 {
         let s = b.u8();
-        if s % 4 != 0 && !live.is_empty() {
+        if !s.is_multiple_of(4) && !live.is_empty() {
             live[s as usize % live.len()].0
         } else {
             b.u32() % 2048

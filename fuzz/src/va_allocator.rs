@@ -59,7 +59,7 @@ pub fn run(data: &[u8]) {
                         assert!(live.iter().all(|&(m, n)| s + req.size <= m || m + n <= s), "overlapping allocation");
                         live.push((s, req.size));
                     }
-                    Err(VaError::BadSize) => assert!(req.size == 0 || req.size % page != 0),
+                    Err(VaError::BadSize) => assert!(req.size == 0 || !req.size.is_multiple_of(page)),
                     Err(VaError::BadAlignment) => assert!(!req.align.is_power_of_two()),
                     Err(VaError::NoSpace) => {}
                     Err(e) => panic!("alloc returned {e:?}"),
