@@ -37,6 +37,7 @@ use crate::model::Model;
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -83,6 +84,25 @@ const STACK_WAITERS: usize = 32;
 
 fn is_signal_like(ty: u32) -> bool {
     ty == TYPE_SIGNAL || ty == TYPE_DEBUG
+}
+
+/// The hasher of the event table: ids are the KFD's own small numbers, so one multiply spreads
+/// them (SipHash was a tenth of a SetEvent + WaitOnEvent round).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0 ^ u64::from(v)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 /// One event.
@@ -172,7 +192,7 @@ impl Ids {
 pub(crate) struct EventState {
     /// Which KFD process (`Process::instance`) these events belong to.
     instance: u64,
-    events: HashMap<u32, Event>,
+    events: HashMap<u32, Event, BuildHasherDefault<IdHasher>>,
     page: Option<Page>,
     /// Slots user mode can see (0 until a page exists).
     slots: usize,
@@ -189,7 +209,7 @@ impl EventState {
     fn new(instance: u64) -> EventState {
         EventState {
             instance,
-            events: HashMap::new(),
+            events: HashMap::default(),
             page: None,
             slots: 0,
             signal_count: 1,
@@ -282,8 +302,11 @@ impl EventArray<'_> {
 
 impl Model {
     /// The events of the current KFD process (a new process starts with none).
+    /// The event state of the current KFD process. Its instance is read from the model's
+    /// atomic copy, not under the state lock: one lock per event ioctl, not two (a process
+    /// replaced meanwhile is one replaced just after this call, as with the lock).
     fn events_lock(&self) -> MutexGuard<'_, EventState> {
-        let instance = self.lock().instance;
+        let instance = self.instance.load(std::sync::atomic::Ordering::Relaxed);
         self.events_lock_for(instance)
     }
 
@@ -452,9 +475,13 @@ impl Model {
             a.wait_result = RESULT_FAIL;
             return Err(ENOMEM);
         }
-        let mut stack = [Waiter::default(); STACK_WAITERS];
-        let mut heap;
-        let waiters: &mut [Waiter] = if n <= STACK_WAITERS {
+        // A wait on one event (the usual) zeroes one waiter, not the whole stack array.
+        let (mut one, mut stack, mut heap);
+        let waiters: &mut [Waiter] = if n <= 1 {
+            one = [Waiter::default(); 1];
+            &mut one[..n]
+        } else if n <= STACK_WAITERS {
+            stack = [Waiter::default(); STACK_WAITERS];
             &mut stack[..n]
         } else {
             heap = vec![Waiter::default(); n];

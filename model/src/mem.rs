@@ -637,6 +637,7 @@ impl Model {
         }
         *st = Process::new(self.gpus.len());
         self.owner.store(st.pid, std::sync::atomic::Ordering::Relaxed);
+        self.instance.store(st.instance, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Read the device id array of MAP/UNMAP (the kernel's kmalloc_array + copy_from_user) into

@@ -221,6 +221,9 @@ pub struct Model {
     /// The pid of `state`'s process, readable without the lock: every ioctl checks its caller
     /// against it ("Using KFD FD in wrong process"), so the hot ones (events) skip `state`.
     pub(crate) owner: std::sync::atomic::AtomicU32,
+    /// The current `Process::instance`, updated with it (where `owner` is): the event ioctls
+    /// read it here instead of taking the state lock only to learn it.
+    pub(crate) instance: AtomicU64,
     /// A catalogue system's own /proc/cpuinfo and /sys/devices/system/cpu (built on first
     /// use); `None` for a topology directory or tree, whose CPUs are the host's.
     pub(crate) host_cpus: OnceLock<Option<Tree>>,
@@ -295,11 +298,13 @@ impl Model {
             0 => host_memory_bytes(),
             b => b,
         };
+        let process = Process::new(n);
+        let instance = AtomicU64::new(process.instance);
         Ok(Model {
             config,
             tree,
             gpus,
-            state: Mutex::new(Process::new(n)),
+            state: Mutex::new(process),
             dev: OnceLock::new(),
             system_bytes,
             events: Default::default(),
@@ -309,6 +314,7 @@ impl Model {
             shared: Weak::new(),
             engine_runs: AtomicU64::new(0),
             owner: std::sync::atomic::AtomicU32::new(current_pid()),
+            instance,
             host_cpus: OnceLock::new(),
         })
     }
@@ -391,6 +397,7 @@ impl Model {
         if st.pid != pid {
             *st = Process::new(self.gpus.len());
             self.owner.store(st.pid, std::sync::atomic::Ordering::Relaxed);
+            self.instance.store(st.instance, std::sync::atomic::Ordering::Relaxed);
         }
         drop(st);
         let fd = self.devmem()?.fd();
