@@ -238,10 +238,15 @@ impl Model {
         let kdir = ioc::dir(kcmd);
         // Like the kernel: a stack buffer for the usual small argument, the heap only for a
         // caller-declared size beyond it (keeps hot ioctls such as clock counters alloc-free).
+        // Two stack sizes, so the usual argument of a few dozen bytes does not pay for zeroing
+        // 512 (it was a tenth of a SetEvent).
         let n = usize_.max(ksize);
-        let mut stack = [0u8; 512];
-        let mut heap;
-        let buf: &mut [u8] = if n <= stack.len() {
+        let (mut small, mut stack, mut heap);
+        let buf: &mut [u8] = if n <= 128 {
+            small = [0u8; 128];
+            &mut small[..n]
+        } else if n <= 512 {
+            stack = [0u8; 512];
             &mut stack[..n]
         } else {
             heap = vec![0u8; n];
