@@ -218,10 +218,13 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             // SAFETY: the C caller promises `n` readable and writable ages.
             Some(unsafe { std::slice::from_raw_parts_mut(ages, n) })
         };
-        let mut data_stack = [EventData::default(); STACK_EVENTS];
-        let mut types_stack = [0u32; STACK_EVENTS];
-        let (mut data_heap, mut types_heap);
-        let (data, types): (&mut [EventData], &mut [u32]) = if n <= STACK_EVENTS {
+        // A wait on one event (the usual) initialises one entry, not the whole stack array.
+        let (mut data_one, mut types_one, mut data_stack, mut types_stack, mut data_heap, mut types_heap);
+        let (data, types): (&mut [EventData], &mut [u32]) = if n == 1 {
+            (data_one, types_one) = ([EventData::default()], [0u32]);
+            (&mut data_one, &mut types_one)
+        } else if n <= STACK_EVENTS {
+            (data_stack, types_stack) = ([EventData::default(); STACK_EVENTS], [0u32; STACK_EVENTS]);
             (&mut data_stack[..n], &mut types_stack[..n])
         } else {
             data_heap = vec![EventData::default(); n];
