@@ -446,11 +446,12 @@ impl BoTable {
 
     /// The CPU-index key of the user pointer containing `addr` (see [`BoTable::find_userptr`]).
     fn userptr_key(&self, addr: u64) -> Option<(u64, u64, u64)> {
+        // No user pointers (the usual case for a pointer query): nothing to search.
+        let longest = *self.cpu_sizes.last_key_value()?.0;
         if let Some(&k) = self.by_cpu.range((addr, 1, 0)..=(addr, u64::MAX, u64::MAX)).next() {
             return Some(k);
         }
         // Nothing starts further below than the longest registration can reach.
-        let longest = *self.cpu_sizes.last_key_value()?.0;
         let lowest = addr.saturating_sub(longest.saturating_sub(1));
         self.by_cpu.range((lowest, 0, 0)..(addr, 0, 0)).rev().find(|&&(c, s, _)| addr - c < s).copied()
     }
