@@ -73,7 +73,7 @@ fn dl_error() -> String {
 enum Files {
     Dir(PathBuf),
     #[cfg(feature = "model")]
-    Builtin(Box<hsakmt_model::Model>),
+    Builtin(Box<hsakmt_model::SysFiles>),
 }
 
 pub struct PluginKfd {
@@ -100,7 +100,7 @@ impl PluginKfd {
             }
             #[cfg(feature = "model")]
             None if std::env::var_os("HSAKMT_MODEL").is_some() => {
-                Files::Builtin(Box::new(hsakmt_model::Model::from_env().map_err(|e| e.to_string())?))
+                Files::Builtin(Box::new(hsakmt_model::SysFiles::from_env().map_err(|e| e.to_string())?))
             }
             #[cfg(not(feature = "model"))]
             None if std::env::var_os("HSAKMT_MODEL").is_some() => {

@@ -25,6 +25,7 @@ mod port;
 mod queues;
 mod rangealloc;
 mod svm;
+mod sysfiles;
 pub mod topology;
 mod usercopy;
 mod userptr;
@@ -38,6 +39,7 @@ pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, D
 pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};
 pub use queues::{QueueInfo, ENOTSUPP};
 pub use svm::xnack_mode;
+pub use sysfiles::SysFiles;
 pub use usercopy::{copy_from_user, copy_to_user};
 
 use std::ffi::c_void;

@@ -3,68 +3,10 @@
 use crate::kfd::Arg;
 use crate::mem::GemVa;
 use crate::model::Model;
-use crate::vfs::VfsError;
 use hsakmt_core::{Backend, Errno, GemVaOp, Kfd, SysTree};
 use rustix::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
-
-/// Host directories the CPU trees pass through to when the model has no CPUs of its own
-/// (upstream's model mode reads CPU data from the host).
-const HOST_CPU_DIR: &str = "/sys/devices/system/cpu";
-const HOST_CPUINFO: &str = "/proc/cpuinfo";
-
-fn vfs_errno(e: VfsError) -> Errno {
-    Errno(match e {
-        VfsError::NotFound => Errno::ENOENT,
-        // A directory read as a file, or a file listed as a directory.
-        VfsError::WrongKind => libc::EISDIR,
-    })
-}
-
-fn copy_out(data: &[u8], buf: &mut [u8]) -> Result<usize, Errno> {
-    if data.len() > buf.len() {
-        return Err(Errno(Errno::ERANGE));
-    }
-    buf[..data.len()].copy_from_slice(data);
-    Ok(data.len())
-}
-
-fn host_path(tree: SysTree, path: &str) -> Result<std::path::PathBuf, Errno> {
-    if path.split('/').any(|c| c == "..") {
-        return Err(Errno(Errno::ENOENT));
-    }
-    Ok(match tree {
-        SysTree::Cpu => Path::new(HOST_CPU_DIR).join(path.trim_start_matches('/')),
-        SysTree::CpuInfo if path.is_empty() => Path::new(HOST_CPUINFO).to_path_buf(),
-        SysTree::CpuInfo => return Err(Errno(Errno::ENOENT)),
-        SysTree::Topology => unreachable!("served from the model tree"),
-    })
-}
-
-/// The path of a CPU tree file in [`Model::host_cpus`].
-/// A path of the host-CPU tree (`sys/devices/system/cpu/<path>` or `proc/cpuinfo`), built in
-/// `buf` (no allocation per read: a big system's snapshot reads thousands of CPU files).
-fn cpu_tree_path<'a>(tree: SysTree, path: &str, buf: &'a mut [u8; 256]) -> Result<&'a str, Errno> {
-    use crate::catalogue::cpus::{CPUINFO, SYS_CPU};
-    let parts: [&str; 3] = match tree {
-        SysTree::Cpu => [SYS_CPU, "/", path.trim_start_matches('/')],
-        SysTree::CpuInfo if path.is_empty() => [CPUINFO, "", ""],
-        SysTree::CpuInfo => return Err(Errno(Errno::ENOENT)),
-        SysTree::Topology => unreachable!("served from the model tree"),
-    };
-    let mut n = 0;
-    for p in parts {
-        buf.get_mut(n..n + p.len()).ok_or(Errno(Errno::ENAMETOOLONG))?.copy_from_slice(p.as_bytes());
-        n += p.len();
-    }
-    std::str::from_utf8(&buf[..n]).map_err(|_| Errno(Errno::ENOENT))
-}
-
-fn io_errno(e: std::io::Error) -> Errno {
-    Errno(e.raw_os_error().unwrap_or(Errno::EIO))
-}
 
 fn guard<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(Errno(Errno::EIO)))
@@ -149,25 +91,11 @@ impl Kfd for Model {
     }
 
     fn read_file(&self, tree: SysTree, path: &str, buf: &mut [u8]) -> Result<usize, Errno> {
-        match (tree, self.host_cpus()) {
-            (SysTree::Topology, _) => copy_out(self.tree.read(path).map_err(vfs_errno)?, buf),
-            (_, Some(cpus)) => copy_out(cpus.read(cpu_tree_path(tree, path, &mut [0; 256])?).map_err(vfs_errno)?, buf),
-            (_, None) => copy_out(&std::fs::read(host_path(tree, path)?).map_err(io_errno)?, buf),
-        }
+        crate::sysfiles::read(&self.tree, self.host_cpus(), tree, path, buf)
     }
 
     fn count_numbered_entries(&self, tree: SysTree, dir: &str) -> Result<u32, Errno> {
-        match (tree, self.host_cpus()) {
-            (SysTree::Topology, _) => self.tree.count_numbered(dir).map_err(vfs_errno),
-            (_, Some(cpus)) => cpus.count_numbered(cpu_tree_path(tree, dir, &mut [0; 256])?).map_err(vfs_errno),
-            (_, None) => {
-                let rd = std::fs::read_dir(host_path(tree, dir)?).map_err(io_errno)?;
-                Ok(rd
-                    .filter_map(|e| e.ok())
-                    .filter(|e| e.file_name().to_str().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
-                    .count() as u32)
-            }
-        }
+        crate::sysfiles::count_numbered(&self.tree, self.host_cpus(), tree, dir)
     }
 
     fn process_id(&self) -> u32 {
