@@ -263,7 +263,7 @@ impl DeviceMemory {
     /// thread per process waits here; the lock word holds the holder's pid and a dead holder's
     /// lock is taken over.
     pub(crate) fn lock(&self) -> Locked<'_> {
-        let me = crate::model::current_pid();
+        let me = crate::sys::current_pid();
         let word = self.lock_word();
         let mut spins = 0u32;
         loop {
@@ -326,7 +326,7 @@ impl Locked<'_> {
     /// Reap arenas whose owner died: drop their IPC holds and punch their windows (except
     /// ranges other processes still hold).
     pub(crate) fn reap(&mut self) {
-        let me = crate::model::current_pid();
+        let me = crate::sys::current_pid();
         for s in 0..MAX_ARENAS {
             let owner = self.data.arenas[s].owner;
             if owner != 0 && owner != me && !pid_alive(owner) {
@@ -463,7 +463,7 @@ impl Locked<'_> {
     pub(crate) fn available(&mut self, gpu: usize) -> u64 {
         self.reap();
         let (_, aligned) = self.vram_used(gpu);
-        crate::kfd::available_memory_with(self.dev.vram_bytes(gpu), aligned, self.dev.reserved_for_pt)
+        available_memory_with(self.dev.vram_bytes(gpu), aligned, self.dev.reserved_for_pt)
     }
 
     pub(crate) fn device_id(&self) -> [u32; 4] {
@@ -585,6 +585,12 @@ fn info(i: usize, e: &IpcSlot) -> IpcInfo {
         export_flags: e.export_flags,
         gpu: e.gpu as usize,
     }
+}
+
+/// VRAM less the used part and the page-table reserve, aligned down to 2 MiB
+/// (amdgpu_amdkfd_get_available_memory; see `kfd::available_memory`).
+pub(crate) fn available_memory_with(vram: u64, used_aligned: u64, reserved_for_pt: u64) -> u64 {
+    vram.saturating_sub(used_aligned).saturating_sub(reserved_for_pt) & !(VRAM_AVAIL_ALIGN - 1)
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! which the in-process port uses). Argument structs are read and written with checked copies (EFAULT, never a
 //! crash).
 
-use crate::model::{file_key, Model};
+use crate::model::Model;
+use crate::sys::file_key;
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::model::drm_cmd;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};

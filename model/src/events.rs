@@ -32,8 +32,8 @@
 //! - **Lifetime.** Events belong to the KFD process: a forked child or a released process
 //!   starts with none; destroying an event wakes its waiters with a failure.
 
-use crate::kfd::{get, put, KMALLOC_MAX};
 use crate::model::Model;
+use crate::sys::{get, put, KMALLOC_MAX};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
 use std::collections::{BTreeSet, HashMap};

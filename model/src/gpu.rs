@@ -33,7 +33,8 @@
 
 use crate::devmem::DeviceMemory;
 use crate::mem::{Backing, Bo};
-use crate::model::{current_pid, Model, Process};
+use crate::model::{Model, Process};
+use crate::sys::current_pid;
 use crate::usercopy::{copy_from_user, copy_to_user};
 use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use zerocopy::{FromBytes, Immutable, IntoBytes};

@@ -23,11 +23,12 @@
 //! back.
 
 use crate::model::{BoundVm, Model, Runtime};
+use crate::sys::{boottime_ns, get, monotonic_raw_ns, put, KMALLOC_MAX};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::ioc;
 use hsakmt_core::abi::kfd::*;
 use rustix::fd::BorrowedFd;
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::IntoBytes;
 
 const ENOTTY: i32 = libc::ENOTTY;
 const EINVAL: i32 = libc::EINVAL;
@@ -177,29 +178,6 @@ impl Arg<'_> {
             }
         }
     }
-}
-
-pub(crate) fn monotonic_raw_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-pub(crate) fn boottime_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Largest kcalloc the kernel can satisfy (KMALLOC_MAX_SIZE on x86-64, 4 MiB).
-pub(crate) const KMALLOC_MAX: u64 = 4 << 20;
-
-/// Read the kernel struct `T` from the front of the kernel buffer.
-pub(crate) fn get<T: FromBytes>(buf: &[u8]) -> T {
-    T::read_from_prefix(buf).map(|(t, _)| t).unwrap_or_else(|_| T::new_zeroed())
-}
-
-pub(crate) fn put<T: IntoBytes + zerocopy::Immutable>(buf: &mut [u8], v: &T) {
-    let b = v.as_bytes();
-    buf[..b.len()].copy_from_slice(b);
 }
 
 impl Model {
@@ -422,11 +400,7 @@ fn entry(g: &crate::topology::GpuNode) -> kfd_process_device_apertures {
 /// rounded up to 2 MiB): VRAM less the used part and the page-table reserve
 /// (max(total_vram >> 14, 8 MiB)), aligned down to 2 MiB.
 pub fn available_memory(vram: u64, used_aligned: u64, total_vram: u64) -> u64 {
-    available_memory_with(vram, used_aligned, crate::devmem::reserved_for_pt(total_vram))
-}
-
-pub(crate) fn available_memory_with(vram: u64, used_aligned: u64, reserved_for_pt: u64) -> u64 {
-    vram.saturating_sub(used_aligned).saturating_sub(reserved_for_pt) & !(crate::devmem::VRAM_AVAIL_ALIGN - 1)
+    crate::devmem::available_memory_with(vram, used_aligned, crate::devmem::reserved_for_pt(total_vram))
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ mod port;
 mod queues;
 mod rangealloc;
 mod svm;
+mod sys;
 mod sysfiles;
 pub mod topology;
 mod usercopy;

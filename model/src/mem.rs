@@ -37,9 +37,9 @@
 //!   doorbell or MMIO BO fails with EINVAL.
 
 use crate::devmem::{DeviceMemory, IpcInfo, Usage, ARENA_SIZE, MAX_GPUS, PAGE};
-use crate::kfd::{get, put, KMALLOC_MAX};
-use crate::model::{current_pid, Model, Process};
+use crate::model::{Model, Process};
 use crate::rangealloc::RangeAlloc;
+use crate::sys::{current_pid, get, put, KMALLOC_MAX};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
 use rustix::fd::{BorrowedFd, IntoRawFd, OwnedFd};

@@ -3,6 +3,7 @@
 use crate::catalogue;
 use crate::devmem::{DeviceMemory, MAX_GPUS};
 use crate::mem::MemState;
+use crate::sys::{current_pid, file_key, FileKey};
 use crate::topology::{check_and_list_gpus, system_memory_bytes, GpuNode};
 use crate::vfs::Tree;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -134,14 +135,6 @@ impl fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
-/// Identity of an open file description's inode: (st_dev, st_ino).
-pub(crate) type FileKey = (u64, u64);
-
-pub(crate) fn file_key(fd: BorrowedFd<'_>) -> Option<FileKey> {
-    let st = rustix::fs::fstat(fd).ok()?;
-    Some((st.st_dev, st.st_ino))
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Runtime {
     Disabled,
@@ -257,12 +250,6 @@ fn host_memory_bytes() -> u64 {
         }
     }
     16 << 30
-}
-
-/// The caller's pid, checked by every ioctl (the KFD's "wrong process" rule). Cached, with a
-/// fork handler refreshing it, so the check costs no system call.
-pub(crate) fn current_pid() -> u32 {
-    hsakmt_linux::pid()
 }
 
 impl Model {

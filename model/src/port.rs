@@ -99,7 +99,7 @@ impl Kfd for Model {
     }
 
     fn process_id(&self) -> u32 {
-        crate::model::current_pid()
+        crate::sys::current_pid()
     }
 
     fn advise_dont_fork(&self, addr: usize, len: usize) -> Result<(), Errno> {

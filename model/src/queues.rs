@@ -64,8 +64,8 @@ use props::{align, NodeQueueProps};
 pub(crate) use watch::Watch;
 
 use crate::engine::{self, EngineKind, QueueError, RingDesc, RingProgress, RunEnd};
-use crate::kfd::{get, put};
-use crate::model::{current_pid, Model, Process};
+use crate::model::{Model, Process};
+use crate::sys::{current_pid, get, put};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use crate::vfs::{parse_properties, prop};
 use hsakmt_core::abi::kfd::*;

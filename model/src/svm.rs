@@ -36,8 +36,8 @@
 //!   `r = EINVAL` in svm_ioctl), which ioctl(2) hands back as a "success" value of 22.
 //! - A range whose end wraps past 2^64 is EFAULT (the VMA walk cannot cover it).
 
-use crate::kfd::{get, put};
 use crate::model::{Model, Process};
+use crate::sys::{get, put};
 use hsakmt_core::abi::kfd::*;
 use std::collections::BTreeMap;
 
@@ -371,7 +371,7 @@ impl Model {
             return;
         }
         let mut st = self.lock();
-        if st.pid != crate::model::current_pid() || st.svm.ranges.is_empty() {
+        if st.pid != crate::sys::current_pid() || st.svm.ranges.is_empty() {
             return;
         }
         let first = addr as u64 >> PAGE_SHIFT;

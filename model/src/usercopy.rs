@@ -50,9 +50,9 @@ unsafe fn pvm(write: bool, dst: usize, src: usize, len: usize) -> Result<(), i32
         // function's contract and the kernel checks the remote one.
         let r = unsafe {
             if write {
-                libc::process_vm_writev(crate::model::current_pid() as libc::pid_t, &liov, 1, &riov, 1, 0)
+                libc::process_vm_writev(crate::sys::current_pid() as libc::pid_t, &liov, 1, &riov, 1, 0)
             } else {
-                libc::process_vm_readv(crate::model::current_pid() as libc::pid_t, &liov, 1, &riov, 1, 0)
+                libc::process_vm_readv(crate::sys::current_pid() as libc::pid_t, &liov, 1, &riov, 1, 0)
             }
         };
         if r < 0 {

@@ -167,7 +167,7 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
                 1 => x.store(r.addr, r.data as u32, Ordering::Release)?,
                 2 => x.store(r.addr, r.data, Ordering::Release)?,
                 3 => x.store(r.addr, x.clock(), Ordering::Release)?,
-                4 => x.store(r.addr, crate::kfd::boottime_ns(), Ordering::Release)?,
+                4 => x.store(r.addr, crate::sys::boottime_ns(), Ordering::Release)?,
                 _ => return Err(bad(at, "RELEASE_MEM data select reserved")),
             }
             match r.int_sel {
@@ -220,7 +220,7 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
                 1 | 2 => u64::from(x.load::<u32>(c.src, Ordering::Acquire)?),
                 5 => c.src,
                 9 => x.clock(),
-                10 => crate::kfd::boottime_ns(),
+                10 => crate::sys::boottime_ns(),
                 _ => return Err(bad(at, "COPY_DATA source not modelled")),
             };
             if !matches!(c.dst_sel, 2 | 5) {

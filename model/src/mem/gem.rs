@@ -14,7 +14,8 @@
 //! UNMAP of a VA this object does not map there: ENOENT.
 
 use super::{make_dmabuf, Backing, Pte, EINVAL, PAGE};
-use crate::model::{current_pid, file_key, FileKey, Model, Process};
+use crate::model::{Model, Process};
+use crate::sys::{current_pid, file_key, FileKey};
 use rustix::fd::{BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 

@@ -9,7 +9,8 @@
 //! timeout that doubles up to 1 ms. `ring_doorbell` (and UPDATE_QUEUE) wake it
 //! at once. Idle, it costs about a thousand cheap passes a second, not a core.
 
-use crate::model::{current_pid, Model};
+use crate::model::Model;
+use crate::sys::current_pid;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
