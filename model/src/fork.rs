@@ -25,11 +25,7 @@
 use crate::model::Model;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockWriteGuard, Weak};
-
-/// Held shared by a doorbell watcher thread for a service pass (it may take model locks and
-/// runs engines that touch queue state); fork takes it exclusively first.
-pub(crate) static GATE: RwLock<()> = RwLock::new(());
+use std::sync::{Arc, Mutex, MutexGuard, RwLockWriteGuard, Weak};
 
 /// The models made by `Model::new_shared` (dead entries are pruned at registration).
 static LIVE: Mutex<Vec<Weak<Model>>> = Mutex::new(Vec::new());
@@ -57,7 +53,7 @@ thread_local! {
 
 /// Take every model lock a forked child may need (see the module notes).
 pub fn fork_prepare() {
-    let gate = GATE.write().unwrap_or_else(|e| e.into_inner());
+    let gate = crate::queues::FORK_GATE.write().unwrap_or_else(|e| e.into_inner());
     let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     let models: Vec<Arc<Model>> = live.iter().filter_map(Weak::upgrade).collect();
     let guards = models

@@ -61,7 +61,7 @@ mod watch;
 
 use props::{align, NodeQueueProps};
 
-pub(crate) use watch::Watch;
+pub(crate) use watch::{Watch, FORK_GATE};
 
 use crate::engine::{self, EngineKind, QueueError, RingDesc, RingProgress, RunEnd};
 use crate::model::{Model, Process};

@@ -12,8 +12,12 @@
 use crate::model::Model;
 use crate::sys::current_pid;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
+
+/// Held shared by a doorbell watcher thread for a service pass (it may take model locks and
+/// runs engines that touch queue state); fork takes it exclusively first (`fork.rs`).
+pub(crate) static FORK_GATE: RwLock<()> = RwLock::new(());
 
 const SPIN: Duration = Duration::from_micros(50);
 const FIRST_SLEEP: Duration = Duration::from_micros(20);
@@ -116,7 +120,7 @@ fn run(weak: Weak<Model>, watch: &Watch, pid: u32) {
     let mut spin_until = Instant::now() + SPIN;
     let mut had_queues_at = Instant::now();
     loop {
-        let gate = crate::fork::GATE.read().unwrap_or_else(|e| e.into_inner());
+        let gate = FORK_GATE.read().unwrap_or_else(|e| e.into_inner());
         let Some(m) = weak.upgrade() else { break };
         let pass = m.service_pass();
         let has_queues = m.has_queues();
