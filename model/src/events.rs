@@ -1,6 +1,6 @@
 //! KFD events: CREATE_EVENT, DESTROY_EVENT, SET_EVENT, RESET_EVENT, WAIT_EVENTS, and the
-//! hooks the model GPU uses to raise events ([`Model::signal_event`],
-//! [`Model::signal_memory_exception`], [`Model::signal_hw_exception`]).
+//! hooks the model GPU uses to raise events, as a service ([`Events`]) over the events' own
+//! state; the model's ioctls and `Model::signal_event` & co. call it (`kfd/events.rs`).
 //!
 //! Rules (facts from kfd_events.c / kfd_chardev.c, our own code):
 //!
@@ -32,7 +32,7 @@
 //! - **Lifetime.** Events belong to the KFD process: a forked child or a released process
 //!   starts with none; destroying an event wakes its waiters with a failure.
 
-use crate::model::Model;
+use crate::devmem::DeviceMemory;
 use crate::sys::{get, put, KMALLOC_MAX};
 use crate::usercopy::{copy_from_user, copy_to_user};
 use hsakmt_core::abi::kfd::*;
@@ -47,9 +47,7 @@ const EINVAL: i32 = libc::EINVAL;
 const EFAULT: i32 = libc::EFAULT;
 const ENOMEM: i32 = libc::ENOMEM;
 const ENOSPC: i32 = libc::ENOSPC;
-const ENODEV: i32 = libc::ENODEV;
 const EIO: i32 = libc::EIO;
-const EBADF: i32 = libc::EBADF;
 
 /// Slots of a full event page (KFD_SIGNAL_EVENT_LIMIT).
 pub const SIGNAL_EVENT_LIMIT: usize = KFD_SIGNAL_EVENT_LIMIT as usize;
@@ -75,7 +73,7 @@ const RESULT_TIMEOUT: u32 = KFD_IOC_WAIT_RESULT_TIMEOUT as u32;
 const RESULT_FAIL: u32 = KFD_IOC_WAIT_RESULT_FAIL as u32;
 
 /// Size of `struct kfd_event_data`, and the offsets of its members.
-const EVENT_DATA_SIZE: usize = 48;
+pub(crate) const EVENT_DATA_SIZE: usize = 48;
 const EVENT_DATA_ID_OFFSET: usize = 40;
 /// The kernel's per-waiter allocation (wait-queue entry, event pointer, two flags).
 const WAITER_KERNEL_SIZE: u64 = 56;
@@ -300,38 +298,37 @@ impl EventArray<'_> {
     }
 }
 
-impl Model {
-    /// The events of the current KFD process (a new process starts with none).
-    /// The event state of the current KFD process. Its instance is read from the model's
-    /// atomic copy, not under the state lock: one lock per event ioctl, not two (a process
-    /// replaced meanwhile is one replaced just after this call, as with the lock).
-    fn events_lock(&self) -> MutexGuard<'_, EventState> {
-        let instance = self.instance.load(std::sync::atomic::Ordering::Relaxed);
-        self.events_lock_for(instance)
-    }
-
-    fn events_lock_for(&self, instance: u64) -> MutexGuard<'_, EventState> {
-        let mut st = self.events.st.lock().unwrap_or_else(|e| e.into_inner());
+/// The events service: each operation names the KFD process whose events it works on (its
+/// `instance`, see `Process::instance`; a new instance starts with none) and gets whatever else
+/// it needs as narrow inputs (the event page's BO, the device memory), never the model.
+impl Events {
+    /// The events of KFD process `instance` (a new process starts with none).
+    fn lock(&self, instance: u64) -> MutexGuard<'_, EventState> {
+        let mut st = self.st.lock().unwrap_or_else(|e| e.into_inner());
         if st.instance != instance {
             let sleepers = st.sleepers;
             *st = EventState::new(instance);
             st.sleepers = sleepers;
-            self.events.cv.notify_all();
+            self.cv.notify_all();
         }
         st
     }
 
-    /// CREATE_EVENT.
-    pub(crate) fn ioctl_create_event(&self, buf: &mut [u8]) -> Result<(), i32> {
+    /// CREATE_EVENT. A non-zero `event_page_offset` names the event page's BO: `page_bo` checks
+    /// it (the GPU, its VM, the BO's type) and answers its (offset in the device memfd, size);
+    /// `dev` is the device memory. Both are called only for a process without a page yet.
+    pub(crate) fn create<'d>(
+        &self,
+        instance: u64,
+        buf: &mut [u8],
+        page_bo: impl FnOnce(u64) -> Result<(u64, u64), i32>,
+        dev: impl FnOnce() -> Result<&'d DeviceMemory, i32>,
+    ) -> Result<(), i32> {
         let mut a: kfd_ioctl_create_event_args = get(buf);
-        let mut st = if a.event_page_offset != 0 {
-            let pst = self.lock();
-            let mut st = self.events_lock_for(pst.instance);
-            self.set_event_page(&pst, &mut st, a.event_page_offset)?;
-            st
-        } else {
-            self.events_lock()
-        };
+        let mut st = self.lock(instance);
+        if a.event_page_offset != 0 {
+            set_event_page(&mut st, a.event_page_offset, page_bo, dev)?;
+        }
         let st = &mut *st;
         let serial = st.next_serial;
         let ev = Event {
@@ -372,45 +369,10 @@ impl Model {
         Ok(())
     }
 
-    /// kfd_kmap_event_page: the thunk's BO becomes the event page.
-    fn set_event_page(&self, pst: &crate::model::Process, st: &mut EventState, handle: u64) -> Result<(), i32> {
-        if st.page.is_some() {
-            return Err(EINVAL);
-        }
-        let g = self.gpu_index((handle >> 32) as u32).ok_or(EINVAL)?;
-        if pst.vms.get(g).is_none_or(|v| v.is_none()) {
-            return Err(ENODEV);
-        }
-        let bo = pst.mem.bos.get(&handle).ok_or(EINVAL)?;
-        if bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT as u32 == 0 || bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR as u32 != 0 {
-            return Err(EINVAL);
-        }
-        let off = bo.backing.file_offset().ok_or(EINVAL)?;
-        let len = usize::try_from(bo.size.min((SIGNAL_EVENT_LIMIT * 8) as u64)).map_err(|_| EINVAL)?;
-        if len < 8 {
-            return Err(EINVAL);
-        }
-        let dev = self.devmem()?;
-        use rustix::mm::{MapFlags, ProtFlags};
-        // SAFETY: a new shared mapping of the BO's range of the device memfd at an address the
-        // kernel picks; the file has a fixed size, so accesses cannot fault.
-        let p = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, dev.fd(), off) }
-            .map_err(|e| e.raw_os_error())?;
-        let page = Page { addr: p as usize, len, handle: Some(handle) };
-        for i in 0..len / 8 {
-            if let Some(s) = page.slot(i as u32) {
-                s.store(UNSIGNALED_SLOT, Ordering::Relaxed);
-            }
-        }
-        st.slots = len / 8;
-        st.page = Some(page);
-        Ok(())
-    }
-
     /// DESTROY_EVENT.
-    pub(crate) fn ioctl_destroy_event(&self, buf: &mut [u8]) -> Result<(), i32> {
+    pub(crate) fn destroy(&self, instance: u64, buf: &mut [u8]) -> Result<(), i32> {
         let a: kfd_ioctl_destroy_event_args = get(buf);
-        let mut st = self.events_lock();
+        let mut st = self.lock(instance);
         let ev = st.events.remove(&a.event_id).ok_or(EINVAL)?;
         if is_signal_like(ev.ty) {
             st.signal_count -= 1;
@@ -421,15 +383,15 @@ impl Model {
         let wake = ev.queued > 0;
         drop(st);
         if wake {
-            self.events.cv.notify_all();
+            self.cv.notify_all();
         }
         Ok(())
     }
 
     /// SET_EVENT / RESET_EVENT.
-    pub(crate) fn ioctl_set_reset_event(&self, buf: &mut [u8], set: bool) -> Result<(), i32> {
+    pub(crate) fn set_reset(&self, instance: u64, buf: &mut [u8], set: bool) -> Result<(), i32> {
         let a: kfd_ioctl_set_event_args = get(buf);
-        let mut st = self.events_lock();
+        let mut st = self.lock(instance);
         let ev = st.events.get_mut(&a.event_id).ok_or(EINVAL)?;
         if ev.ty != TYPE_SIGNAL {
             return Err(EINVAL);
@@ -439,37 +401,21 @@ impl Model {
         } else if EventState::set(ev) {
             // Wake after unlocking, so the woken waiter does not block on the lock at once.
             drop(st);
-            self.events.cv.notify_all();
+            self.cv.notify_all();
         }
         Ok(())
     }
 
-    /// WAIT_EVENTS.
-    pub(crate) fn ioctl_wait_events(&self, buf: &mut [u8]) -> Result<(), i32> {
-        let mut a: kfd_ioctl_wait_events_args = get(buf);
-        let ptr = a.events_ptr;
-        let ret = self.wait_events_on(&mut a, EventArray::User(ptr));
-        put(buf, &a);
-        ret
-    }
-
-    /// WAIT_EVENTS for an in-process caller (`Kfd::wait_events`): the ioctl's checks (the
-    /// caller's process) and rules, on `data` (`kfd_event_data` elements) in place of
-    /// `events_ptr`. Returns the wait result.
-    pub(crate) fn wait_events_in_process(&self, data: &mut [u8], wait_all: bool, timeout: u32) -> Result<u32, i32> {
-        if !self.caller_is_owner() {
-            return Err(EBADF); // as ioctl_arg: "Using KFD FD in wrong process"
-        }
-        let mut a = kfd_ioctl_wait_events_args::new_zeroed();
-        a.events_ptr = data.as_ptr() as u64;
-        a.num_events = u32::try_from(data.len() / EVENT_DATA_SIZE).map_err(|_| EINVAL)?;
-        a.wait_for_all = u32::from(wait_all);
-        a.timeout = timeout;
-        self.wait_events_on(&mut a, EventArray::Slice(data))?;
-        Ok(a.wait_result)
-    }
-
-    fn wait_events_on(&self, a: &mut kfd_ioctl_wait_events_args, mut array: EventArray<'_>) -> Result<(), i32> {
+    /// WAIT_EVENTS on `array` (the ioctl's `events_ptr`, or an in-process caller's slice).
+    /// `instance` names the process's events (read when the wait starts); `ages`: the KFD
+    /// version has event ages (1.14+).
+    pub(crate) fn wait(
+        &self,
+        instance: impl FnOnce() -> u64,
+        ages: bool,
+        a: &mut kfd_ioctl_wait_events_args,
+        mut array: EventArray<'_>,
+    ) -> Result<(), i32> {
         let n = a.num_events as usize;
         if u64::from(a.num_events) * WAITER_KERNEL_SIZE > KMALLOC_MAX {
             a.wait_result = RESULT_FAIL;
@@ -487,7 +433,7 @@ impl Model {
             heap = vec![Waiter::default(); n];
             &mut heap
         };
-        let (ret, result) = self.wait(a, &mut array, waiters);
+        let (ret, result) = self.wait_on(instance(), ages, a, &mut array, waiters);
         a.wait_result = match ret {
             Err(_) => RESULT_FAIL,
             Ok(()) => result,
@@ -499,11 +445,16 @@ impl Model {
         }
     }
 
-    fn wait(&self, a: &kfd_ioctl_wait_events_args, array: &mut EventArray<'_>, waiters: &mut [Waiter]) -> (Result<(), i32>, u32) {
+    fn wait_on(
+        &self,
+        instance: u64,
+        ages: bool,
+        a: &kfd_ioctl_wait_events_args,
+        array: &mut EventArray<'_>,
+        waiters: &mut [Waiter],
+    ) -> (Result<(), i32>, u32) {
         let all = a.wait_for_all != 0;
-        // Event ages arrived with KFD 1.14; before, the field is ignored.
-        let ages = self.config.kfd_version >= (1, 14);
-        let mut st = self.events_lock();
+        let mut st = self.lock(instance);
         let mut ret = Ok(());
         let mut result = RESULT_FAIL;
         'init: {
@@ -541,13 +492,13 @@ impl Model {
                 st.sleepers += 1;
                 loop {
                     st = match deadline {
-                        None => self.events.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                        None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
                         Some(d) => {
                             let now = Instant::now();
                             if now >= d {
                                 break;
                             }
-                            self.events.cv.wait_timeout(st, d - now).unwrap_or_else(|e| e.into_inner()).0
+                            self.cv.wait_timeout(st, d - now).unwrap_or_else(|e| e.into_inner()).0
                         }
                     };
                     result = test(&st, waiters, all);
@@ -570,17 +521,17 @@ impl Model {
         (ret, result)
     }
 
-    /// The interrupt path of a signal event (what the GPU's end-of-pipe or a mailbox write
-    /// raises): the event's slot is acknowledged (written back to "unsignaled") and the event is
-    /// set. Signal and debug events only; false for an unknown id or another type.
-    pub fn signal_event(&self, event_id: u32) -> bool {
-        let pst = self.lock();
-        let mut guard = self.events_lock_for(pst.instance);
+    /// The interrupt path of a signal event (see `Model::signal_event`). `owner` is held (the
+    /// process lock) until the slot is acknowledged; `bo_alive` says whether the page's BO
+    /// still exists.
+    pub(crate) fn signal<G>(&self, instance: u64, event_id: u32, owner: G, bo_alive: impl Fn(&G, u64) -> bool) -> bool {
+        let pst = owner;
+        let mut guard = self.lock(instance);
         let st = &mut *guard;
         let Some(ev) = st.events.get_mut(&event_id).filter(|e| is_signal_like(e.ty)) else { return false };
         if let Some(page) = &st.page {
             // A page whose BO was freed is no longer the process's to write.
-            if page.handle.is_none_or(|h| pst.mem.bos.contains_key(&h)) {
+            if page.handle.is_none_or(|h| bo_alive(&pst, h)) {
                 if let Some(s) = page.slot(event_id) {
                     s.store(UNSIGNALED_SLOT, Ordering::Release);
                 }
@@ -590,48 +541,40 @@ impl Model {
         let wake = EventState::set(ev);
         drop(guard);
         if wake {
-            self.events.cv.notify_all();
+            self.cv.notify_all();
         }
         true
     }
 
-    /// The CP / SDMA interrupt path into the KFD (kfd_signal_event_interrupt): an interrupt
-    /// whose context id (its low `valid_bits` bits) names a signal event whose slot the GPU has
-    /// written (not "unsignaled") sets that event; otherwise every event whose slot is written is
-    /// set (the kernel's exhaustive scan when the id in the payload does not match). Setting an
-    /// event acknowledges its slot. The model, like gfx9's end-of-pipe and SDMA trap handlers,
-    /// always passes a full id (32 or 28 bits), so no partial-id search is needed. Returns how
-    /// many events were set.
-    pub fn signal_event_interrupt(&self, context_id: u32, valid_bits: u32) -> usize {
+    /// The signal events an interrupt with `context_id` (its low `valid_bits` bits) sets (see
+    /// `Model::signal_event_interrupt`): that event when it is a signal event whose slot the GPU
+    /// has written, else every such event.
+    pub(crate) fn interrupt_targets(&self, instance: u64, context_id: u32, valid_bits: u32) -> Vec<u32> {
         let id = if valid_bits >= 32 { context_id } else { context_id & ((1u32 << valid_bits) - 1) };
-        let ids: Vec<u32> = {
-            let st = self.events_lock();
-            let Some(page) = st.page.as_ref() else { return 0 };
-            let written = |i: u32| page.slot(i).is_some_and(|s| s.load(Ordering::Acquire) != UNSIGNALED_SLOT);
-            let is_signal = |i: u32| st.events.get(&i).is_some_and(|e| is_signal_like(e.ty));
-            if is_signal(id) && written(id) {
-                vec![id]
-            } else {
-                // At most `slots` (<= 4096) ids: bounded.
-                (1..st.slots as u32).filter(|&i| written(i) && is_signal(i)).collect()
-            }
-        };
-        ids.into_iter().filter(|&i| self.signal_event(i)).count()
+        let st = self.lock(instance);
+        let Some(page) = st.page.as_ref() else { return Vec::new() };
+        let written = |i: u32| page.slot(i).is_some_and(|s| s.load(Ordering::Acquire) != UNSIGNALED_SLOT);
+        let is_signal = |i: u32| st.events.get(&i).is_some_and(|e| is_signal_like(e.ty));
+        if is_signal(id) && written(id) {
+            vec![id]
+        } else {
+            // At most `slots` (<= 4096) ids: bounded.
+            (1..st.slots as u32).filter(|&i| written(i) && is_signal(i)).collect()
+        }
     }
 
-    /// A GPU memory fault: every memory event of the process is set with the fault's data
-    /// (`gpu_id`, `va`, failure flags, error type). Returns how many events were set.
-    pub fn signal_memory_exception(&self, data: kfd_hsa_memory_exception_data) -> usize {
-        self.signal_system_events(TYPE_MEMORY, |ev| ev.memory_exception = Some(data))
+    /// A GPU memory fault: every memory event of the process is set with the fault's data.
+    pub(crate) fn memory_exception(&self, instance: u64, data: kfd_hsa_memory_exception_data) -> usize {
+        self.signal_system_events(instance, TYPE_MEMORY, |ev| ev.memory_exception = Some(data))
     }
 
     /// A GPU reset or HW exception: every HW-exception event of the process is set with `data`.
-    pub fn signal_hw_exception(&self, data: kfd_hsa_hw_exception_data) -> usize {
-        self.signal_system_events(TYPE_HW_EXCEPTION, |ev| ev.hw_exception = Some(data))
+    pub(crate) fn hw_exception(&self, instance: u64, data: kfd_hsa_hw_exception_data) -> usize {
+        self.signal_system_events(instance, TYPE_HW_EXCEPTION, |ev| ev.hw_exception = Some(data))
     }
 
-    fn signal_system_events(&self, ty: u32, mut f: impl FnMut(&mut Event)) -> usize {
-        let mut st = self.events_lock();
+    fn signal_system_events(&self, instance: u64, ty: u32, mut f: impl FnMut(&mut Event)) -> usize {
+        let mut st = self.lock(instance);
         let mut n = 0;
         let mut wake = false;
         for ev in st.events.values_mut().filter(|e| e.ty == ty) {
@@ -641,20 +584,20 @@ impl Model {
         }
         drop(st);
         if wake {
-            self.events.cv.notify_all();
+            self.cv.notify_all();
         }
         n
     }
 
-    /// The value in an event's slot of the event page (tests and the model GPU).
-    pub fn event_slot(&self, event_id: u32) -> Option<u64> {
-        let st = self.events_lock();
+    /// The value in an event's slot of the event page.
+    pub(crate) fn slot(&self, instance: u64, event_id: u32) -> Option<u64> {
+        let st = self.lock(instance);
         st.page.as_ref()?.slot(event_id).map(|s| s.load(Ordering::Acquire))
     }
 
     /// Write an event's slot, as a GPU does before it raises the interrupt.
-    pub fn write_event_slot(&self, event_id: u32, value: u64) -> bool {
-        let st = self.events_lock();
+    pub(crate) fn write_slot(&self, instance: u64, event_id: u32, value: u64) -> bool {
+        let st = self.lock(instance);
         match st.page.as_ref().and_then(|p| p.slot(event_id)) {
             Some(s) => {
                 s.store(value, Ordering::Release);
@@ -664,10 +607,42 @@ impl Model {
         }
     }
 
-    /// Live events of the current process.
-    pub fn live_events(&self) -> usize {
-        self.events_lock().events.len()
+    /// Live events of process `instance`.
+    pub(crate) fn live(&self, instance: u64) -> usize {
+        self.lock(instance).events.len()
     }
+}
+
+/// kfd_kmap_event_page: the thunk's BO becomes the event page (see [`Events::create`]).
+fn set_event_page<'d>(
+    st: &mut EventState,
+    handle: u64,
+    page_bo: impl FnOnce(u64) -> Result<(u64, u64), i32>,
+    dev: impl FnOnce() -> Result<&'d DeviceMemory, i32>,
+) -> Result<(), i32> {
+    if st.page.is_some() {
+        return Err(EINVAL);
+    }
+    let (off, size) = page_bo(handle)?;
+    let len = usize::try_from(size.min((SIGNAL_EVENT_LIMIT * 8) as u64)).map_err(|_| EINVAL)?;
+    if len < 8 {
+        return Err(EINVAL);
+    }
+    let dev = dev()?;
+    use rustix::mm::{MapFlags, ProtFlags};
+    // SAFETY: a new shared mapping of the BO's range of the device memfd at an address the
+    // kernel picks; the file has a fixed size, so accesses cannot fault.
+    let p = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, dev.fd(), off) }
+        .map_err(|e| e.raw_os_error())?;
+    let page = Page { addr: p as usize, len, handle: Some(handle) };
+    for i in 0..len / 8 {
+        if let Some(s) = page.slot(i as u32) {
+            s.store(UNSIGNALED_SLOT, Ordering::Relaxed);
+        }
+    }
+    st.slots = len / 8;
+    st.page = Some(page);
+    Ok(())
 }
 
 /// The kernel's test_event_condition, refreshing each waiter from its event's age.

@@ -22,6 +22,8 @@
 //! header + nattr attributes in the request's size field, and the whole of it is copied in and
 //! back.
 
+mod events;
+
 use crate::model::{BoundVm, Model, Runtime};
 use crate::sys::{boottime_ns, get, monotonic_raw_ns, put, KMALLOC_MAX};
 use crate::usercopy::{copy_from_user, copy_to_user};
