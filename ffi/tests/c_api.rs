@@ -712,6 +712,14 @@ fn queues_from_c() {
         let o = run(&mut cmd);
         assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "{model} {kfd:?}:\n{}", show(&o));
     }
+    // With HSAKMT_DEBUG_LEVEL=3 the model says why it stopped the faulting queue.
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("QUEUES_CWSR", "unified").env("HSAKMT_DEBUG_LEVEL", "3"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        err.lines().any(|l| l.contains(": SDMA queue ") && l.contains("stopped: GPU page fault at 0x7ff0001234")),
+        "no stopped-queue line:\n{err}"
+    );
     // The same through the model plugin (HSA_MODEL_LIB): doorbells mapped from its memfd, its
     // own watcher thread running the engines.
     let plugin = model_plugin(&s.lib);

@@ -333,8 +333,97 @@ impl Model {
         if let QueueError::Fault(f) = &e {
             self.signal_memory_exception(memory_exception(ring.gpu_id, f));
         }
+        if logs_errors() {
+            // What the packet at the stop looked like, best effort (the ring may be unreadable).
+            let mut bytes = [0u8; 64];
+            let n = stop_window(ring, &e);
+            let off = stop_offset(ring, &e);
+            let n = n.min((ring.ring_bytes - off) as usize);
+            let shown = if self.gpu_read(ring.gpu_id, ring.ring_va.wrapping_add(off), &mut bytes[..n]).is_ok() { n } else { 0 };
+            eprintln!("hsakmt: {}", describe_stop(ring, &e, &bytes[..shown]));
+        }
         progress.error = Some(e);
         RunEnd::Stopped
+    }
+}
+
+/// `HSAKMT_DEBUG_LEVEL` 3 (errors) or more: the model says why it stopped a queue, as the
+/// thunk logs its own errors (read at each stop: stops are rare).
+fn logs_errors() -> bool {
+    std::env::var("HSAKMT_DEBUG_LEVEL").ok().and_then(|v| v.trim().parse::<i32>().ok()).is_some_and(|l| (3..=7).contains(&l))
+}
+
+/// Byte offset in the ring of the position where the queue stopped.
+fn stop_offset(ring: &RingDesc, e: &QueueError) -> u64 {
+    let at = match e {
+        QueueError::BadPacket { at, .. } => *at,
+        QueueError::Fault(_) => return 0,
+    };
+    let unit = match ring.kind {
+        EngineKind::Aql => hsakmt_core::packet::aql::PACKET_LEN as u64,
+        EngineKind::Pm4 => 4,
+        EngineKind::Sdma => 1,
+    };
+    at.wrapping_mul(unit) & (ring.ring_bytes.max(1) - 1)
+}
+
+/// How many bytes of the ring to show: one AQL packet, or the first eight dwords of a PM4 or
+/// SDMA packet; nothing for a fault (the faulting address says it).
+fn stop_window(ring: &RingDesc, e: &QueueError) -> usize {
+    match (e, ring.kind) {
+        (QueueError::Fault(_), _) => 0,
+        (_, EngineKind::Aql) => 64,
+        _ => 32,
+    }
+}
+
+/// The log line of a stopped queue: which queue, where in its ring, why, and the packet's
+/// dwords (`bytes`, read from the ring at that position).
+pub fn describe_stop(ring: &RingDesc, e: &QueueError, bytes: &[u8]) -> String {
+    let kind = match ring.kind {
+        EngineKind::Aql => "AQL",
+        EngineKind::Pm4 => "PM4",
+        EngineKind::Sdma => "SDMA",
+    };
+    match e {
+        QueueError::BadPacket { at, what } => {
+            let dwords: Vec<String> =
+                bytes.chunks_exact(4).map(|d| format!("{:#010x}", u32::from_le_bytes(d.try_into().unwrap()))).collect();
+            format!(
+                "model GPU {:#x}: {kind} queue {} stopped at ring offset {:#x} (position {at}): {what}; packet dwords [{}]",
+                ring.gpu_id,
+                ring.queue_id,
+                stop_offset(ring, e),
+                dwords.join(", ")
+            )
+        }
+        QueueError::Fault(f) => format!(
+            "model GPU {:#x}: {kind} queue {} stopped: GPU page fault at {:#x} ({:?}); memory-exception event raised",
+            ring.gpu_id, ring.queue_id, f.va, f.kind
+        ),
+    }
+}
+
+#[cfg(test)]
+mod stop_log_tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_packet_names_queue_offset_reason_and_dwords() {
+        let ring =
+            RingDesc { gpu_id: 0x1234, queue_id: 7, kind: EngineKind::Sdma, ring_va: 0x10000, ring_bytes: 4096, rptr_va: 0, wptr_va: 0 };
+        let e = QueueError::BadPacket { at: 4096 + 24, what: "unknown SDMA opcode" };
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&0xffu32.to_le_bytes());
+        bytes[4..].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+        let line = describe_stop(&ring, &e, &bytes);
+        assert_eq!(
+            line,
+            "model GPU 0x1234: SDMA queue 7 stopped at ring offset 0x18 (position 4120): unknown SDMA opcode; packet dwords [0x000000ff, 0xdeadbeef]"
+        );
+        let aql = RingDesc { kind: EngineKind::Aql, ..ring };
+        assert_eq!(stop_offset(&aql, &QueueError::BadPacket { at: 65, what: "" }), 64);
+        assert_eq!(stop_window(&aql, &e), 64);
     }
 }
 
