@@ -297,23 +297,25 @@ fn rocminfo_on_mi210_under_valgrind() {
 
 fn hsa_program() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let s = setup();
-        let out = s.work.join("hsa_runtime_smoke");
-        let src = Path::new(MANIFEST).join("tests/c/hsa_runtime_smoke.c");
-        // Debian's headers (/usr/include/hsa) and runtime (/usr/lib/x86_64-linux-gnu), as any
-        // user of libhsa-runtime-dev builds.
-        let o = Command::new("cc")
-            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&out)
-            .arg("-lhsa-runtime64")
-            .output()
-            .expect("run cc");
-        assert!(o.status.success(), "cc {} failed:\n{}", src.display(), show(&o));
-        out
-    })
+    EXE.get_or_init(|| hsa_client("hsa_runtime_smoke"))
+}
+
+/// Build `tests/c/<name>.c` against Debian's headers (/usr/include/hsa) and runtime
+/// (/usr/lib/x86_64-linux-gnu), as any user of libhsa-runtime-dev builds.
+fn hsa_client(name: &str) -> PathBuf {
+    let s = setup();
+    let out = s.work.join(name);
+    let src = Path::new(MANIFEST).join("tests/c").join(format!("{name}.c"));
+    let o = Command::new("cc")
+        .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .arg("-lhsa-runtime64")
+        .output()
+        .expect("run cc");
+    assert!(o.status.success(), "cc {} failed:\n{}", src.display(), show(&o));
+    out
 }
 
 fn hsa_program_on(model: &str) {
@@ -355,21 +357,7 @@ fn hsa_program_on(model: &str) {
 /// SDMA HDP flush, then host -> GPU 0 -> last GPU -> host, the data checked.
 fn async_copies_on(model: &str) {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    let exe = EXE.get_or_init(|| {
-        let s = setup();
-        let out = s.work.join("hsa_async_copy");
-        let src = Path::new(MANIFEST).join("tests/c/hsa_async_copy.c");
-        let o = Command::new("cc")
-            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&out)
-            .arg("-lhsa-runtime64")
-            .output()
-            .expect("run cc");
-        assert!(o.status.success(), "cc {} failed:\n{}", src.display(), show(&o));
-        out
-    });
+    let exe = EXE.get_or_init(|| hsa_client("hsa_async_copy"));
     let e = expect(model);
     let o = run_client(model, &[exe.to_str().unwrap()]);
     let out = String::from_utf8_lossy(&o.stdout);
