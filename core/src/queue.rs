@@ -580,11 +580,17 @@ impl Queues {
     /// hsaKmtDestroyQueue: a KFD refusal keeps the queue (upstream).
     pub(crate) fn destroy(&mut self, env: &mut QueueEnv, id: u64) -> KmtResult<()> {
         let kfd_id = self.queue(id)?.kfd_id;
-        kfd_destroy_queue(env.kfd, kfd_id).map_err(|_| Status::ERROR)?;
+        let r = kfd_destroy_queue(env.kfd, kfd_id);
+        // ETIME: the scheduler hung preempting the queue (a GPU reset follows), but the KFD
+        // destroyed it: upstream's ERROR, and the queue's memory is freed all the same, since
+        // the KFD no longer holds it.
+        if r.is_err_and(|e| e.0 != Errno::ETIME) {
+            return Err(Status::ERROR);
+        }
         if let Some(q) = self.live.remove(&id) {
             env.free_queue(&q);
         }
-        Ok(())
+        r.map_err(|_| Status::ERROR)
     }
 
     /// Destroy every queue (close, release): the KFD must let go of queue memory before the

@@ -727,6 +727,30 @@ fn queues_from_c() {
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queues: OK"), "plugin:\n{}", show(&o));
 }
 
+/// A stopped queue reaches the program as amdgpu tells it (ffi/tests/c/queue_errors.c): a hung
+/// SDMA or PM4 queue raises the HW-exception event when destroyed (per-queue reset on MI300X's
+/// compute queues, a whole-GPU reset otherwise), and an AQL packet the CP rejects sets the
+/// runtime's error word and event.
+#[test]
+fn queue_errors_from_c() {
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("queue_errors.c"), "queue_errors", true, &[]);
+    for (model, per_queue) in [("mi300x", "1"), ("mi210", "0"), ("rx7900xtx", "0")] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model).env("EXPECT_PER_QUEUE_RESET", per_queue));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queue_errors: OK"), "{model}:\n{}", show(&o));
+    }
+    // Closing with stopped and hung queues never destroyed frees everything: nothing
+    // definitely lost, no memory errors.
+    require_tool("valgrind", "valgrind (Debian: valgrind)");
+    let mut cmd = Command::new("valgrind");
+    cmd.args(["--leak-check=full", "--errors-for-leak-kinds=definite", "--error-exitcode=99", "-q"]).arg(&e);
+    for var in ["HSA_MODEL_TOPOLOGY", "HSA_MODEL_LIB", "HSAKMT_MODEL_KFD_VERSION", "HSA_OVERRIDE_GFX_VERSION", "HSAKMT_DEBUG_LEVEL"] {
+        cmd.env_remove(var);
+    }
+    let o = run(cmd.env("HSAKMT_MODEL", "mi210").env("EXPECT_PER_QUEUE_RESET", "0"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queue_errors: OK"), "valgrind:\n{}", show(&o));
+}
+
 /// The queues C test under valgrind (the watcher thread running the engines, doorbells, the
 /// GPU page fault, close with a live queue): no memory errors and nothing definitely lost.
 #[test]

@@ -366,6 +366,31 @@ fn async_copies_on(model: &str) {
     assert!(out.lines().any(|l| l == want), "async copies on {model}: want {want:?}\n{out}");
 }
 
+/// A packet the GPU rejects, as ROCm 5.2's runtime learns of it (no RUNTIME_ENABLE: the CP's
+/// queue-error code in the queue's inactive signal, its event raised): the queue's error
+/// callback reports the status instead of the program hanging.
+fn queue_errors_on(model: &str) {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = EXE.get_or_init(|| hsa_client("hsa_queue_error"));
+    let o = run_client(model, &[exe.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "queue errors on {model} failed:\n{}", show(&o));
+    // hsa.h: HSA_STATUS_ERROR_INVALID_PACKET_FORMAT 0x1009, _INCOMPATIBLE_ARGUMENTS 0x100D.
+    for line in ["queue error agent-dispatch status 0x1009", "queue error empty-grid status 0x100d", "OK"] {
+        assert!(out.lines().any(|l| l == line), "queue errors on {model}: want {line:?}\n{out}");
+    }
+}
+
+#[test]
+fn queue_errors_on_mi25_gfx900() {
+    queue_errors_on("mi25");
+}
+
+#[test]
+fn queue_errors_on_mi210_gfx90a() {
+    queue_errors_on("mi210");
+}
+
 #[test]
 fn async_copies_on_mi25_gfx900() {
     async_copies_on("mi25");

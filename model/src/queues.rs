@@ -54,6 +54,7 @@
 //! table, and engines run with neither held.
 
 mod create;
+mod errors;
 mod ops;
 mod props;
 mod service;
@@ -188,6 +189,7 @@ impl Queue {
             ring_bytes: self.ring_bytes,
             rptr_va: self.rptr,
             wptr_va: self.wptr,
+            ctx_va: self.ctx_va,
         }
     }
 }

@@ -56,6 +56,7 @@ fn race(m: &Model, g: u32, gpu_va: u64, cpu: u64) {
         ring_bytes: 64 * u64::from(SLOTS),
         rptr_va: gpu_va + RPTR_OFF,
         wptr_va: 0,
+        ctx_va: 0,
     };
     let doorbell = MaxDoorbell(AtomicU64::new(0));
     let write_index = Box::new(AtomicU64::new(0));

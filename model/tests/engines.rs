@@ -118,7 +118,7 @@ struct Ring {
 
 impl Ring {
     fn new(kind: EngineKind, va: u64, bytes: u64, rptr: u64) -> Ring {
-        Ring { desc: RingDesc { gpu_id: 0, queue_id: 1, kind, ring_va: va, ring_bytes: bytes, rptr_va: rptr, wptr_va: 0 }, w: 0 }
+        Ring { desc: RingDesc { gpu_id: 0, queue_id: 1, kind, ring_va: va, ring_bytes: bytes, rptr_va: rptr, wptr_va: 0, ctx_va: 0 }, w: 0 }
     }
     fn unit(&self) -> u64 {
         match self.desc.kind {
@@ -562,7 +562,7 @@ fn random_rings_never_crash_or_hang() {
         // Indirect buffers and kernargs see noise too.
         let ib_words: Vec<u8> = (0..64).flat_map(|_| rng.dword(EngineKind::Pm4).to_le_bytes()).collect();
         f.put(IB, &ib_words);
-        let desc = RingDesc { gpu_id: f.g, queue_id: 1, kind, ring_va, ring_bytes, rptr_va: RPTR, wptr_va: 0 };
+        let desc = RingDesc { gpu_id: f.g, queue_id: 1, kind, ring_va, ring_bytes, rptr_va: RPTR, wptr_va: 0, ctx_va: 0 };
         let units = match kind {
             EngineKind::Aql => 64,
             EngineKind::Pm4 => 4,
@@ -932,7 +932,7 @@ fn sdma_gcr_is_a_no_op_on_gfx10_plus_only() {
         r.push(&f, &sdmab(sdma::Repr::Gcr(inv)));
         let mut p = RingProgress::default();
         assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped, "{system}");
-        assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what }) if what.contains("GCR")), "{system}: {:?}", p.error);
+        assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what, .. }) if what.contains("GCR")), "{system}: {:?}", p.error);
     }
 }
 
@@ -958,7 +958,11 @@ fn sdma_other_register_polls_are_refused() {
         r.push(&f, &sdmab(sdma::Repr::PollRegmem(pr)));
         let mut p = RingProgress::default();
         assert_eq!(r.run(&f, &mut p, 100), RunEnd::Stopped, "case {i}");
-        assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what }) if what.contains("registers")), "case {i}: {:?}", p.error);
+        assert!(
+            matches!(p.error, Some(QueueError::BadPacket { at: 0, what, .. }) if what.contains("registers")),
+            "case {i}: {:?}",
+            p.error
+        );
     }
 }
 
@@ -1008,7 +1012,11 @@ fn sdma_wide_copy_counts_per_family() {
         if wide {
             assert!(matches!(p.error, Some(QueueError::Fault(_))), "{system}: {:?}", p.error);
         } else {
-            assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, what }) if what.contains("22 bits")), "{system}: {:?}", p.error);
+            assert!(
+                matches!(p.error, Some(QueueError::BadPacket { at: 0, what, .. }) if what.contains("22 bits")),
+                "{system}: {:?}",
+                p.error
+            );
         }
     }
 }

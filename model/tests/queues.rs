@@ -176,6 +176,14 @@ fn ring(m: &Model, doorbell_offset: u64, value: u64) {
     unsafe { libc::munmap(p, 8192) };
 }
 
+/// One PM4 NOP of `dwords` dwords (header included) at `va`: work a healthy queue consumes.
+fn pm4_nop(m: &Model, gpu_id: u32, va: u64, dwords: u32) {
+    assert!(dwords >= 2);
+    // Type 3, body count - 1 in bits 29:16, opcode 0x10 (NOP) in bits 15:8.
+    let header = (3u32 << 30) | ((dwords - 2) << 16) | (0x10 << 8);
+    m.gpu_write(gpu_id, va, &header.to_le_bytes()).unwrap();
+}
+
 #[test]
 fn every_queue_type_is_created_with_kernel_doorbells() {
     let f = setup("mi210");
@@ -743,6 +751,7 @@ fn doorbell_writes_reach_the_engines() {
     let db_aql = a.doorbell_offset;
     // Nothing announced yet: no engine runs (a fresh AQL doorbell means "no packet").
     assert_eq!(m.service_queues(), 0);
+    pm4_nop(m, q.gpu_id, q.ring, 16);
     ring(m, db_pm4, 16);
     let runs = m.engine_runs();
     assert_eq!(m.service_queues(), 1, "the PM4 queue's write pointer moved");
@@ -772,6 +781,7 @@ fn shared_model_watcher_thread() {
     let id = create(&f.m, &mut a).unwrap();
     assert!(f.m.watcher_running());
     let runs = f.m.engine_runs();
+    pm4_nop(&f.m, q.gpu_id, q.ring, 64);
     ring(&f.m, a.doorbell_offset, 64);
     f.m.ring_doorbell(id).unwrap();
     let t = Instant::now();
@@ -1023,4 +1033,205 @@ fn queue_holds_follow_update_queue() {
     destroy(m, id).unwrap();
     assert_eq!(unmap(m, ring_b, &[g], 0), (Ok(()), 1));
     assert_eq!(unmap(m, ptrs, &[g], 0), (Ok(()), 1));
+}
+
+// ---- Queue errors: how a stopped queue reaches the process (model/src/queues/errors.rs) ----
+
+const SIGNAL_EVENT: u32 = KFD_IOC_EVENT_SIGNAL as u32;
+const HW_EVENT: u32 = KFD_IOC_EVENT_HW_EXCEPTION as u32;
+
+fn create_event(m: &Model, ty: u32) -> u32 {
+    let mut a = kfd_ioctl_create_event_args::new_zeroed();
+    a.event_type = ty;
+    raw(m, AMDKFD_IOC_CREATE_EVENT, &mut a).unwrap();
+    a.event_id
+}
+
+/// WAIT_EVENTS on one event for `ms`: (wait result, the event's data as returned).
+fn wait_event(m: &Model, id: u32, ms: u32) -> (u32, kfd_event_data) {
+    let mut d = kfd_event_data::new_zeroed();
+    d.event_id = id;
+    let mut a =
+        kfd_ioctl_wait_events_args { events_ptr: &mut d as *mut _ as u64, num_events: 1, wait_for_all: 1, timeout: ms, wait_result: 99 };
+    raw(m, AMDKFD_IOC_WAIT_EVENTS, &mut a).unwrap();
+    (a.wait_result, d)
+}
+
+fn hw_data(d: &kfd_event_data) -> kfd_hsa_hw_exception_data {
+    // SAFETY: a HW-exception event's data is the hw_exception_data member.
+    unsafe { d.__anon_union_1.hw_exception_data }
+}
+
+/// A second ring (and pointer slots) for a healthy SDMA queue beside the one under test.
+fn healthy_sdma(f: &Fx, q: &QMem) -> u32 {
+    alloc_map(&f.m, q.gpu_id, 0x3000_0000, 4096, GTT);
+    let mut a = args(q, SDMA);
+    a.ring_base_address = 0x3000_0000;
+    a.ring_size = 4096;
+    a.read_pointer_address = q.ptrs + 256;
+    a.write_pointer_address = q.ptrs + 264;
+    create(&f.m, &mut a).unwrap()
+}
+
+/// A queue of `qtype` whose engine rejects its first packet (`bad`, announced with
+/// `announce`): what DESTROY_QUEUE answers, the HW-exception data raised, and the state of a
+/// healthy SDMA queue of the same GPU afterwards.
+fn hang_and_destroy(
+    name: &'static str,
+    qtype: u32,
+    bad: &[u8],
+    announce: u64,
+) -> (Result<(), i32>, kfd_hsa_hw_exception_data, Option<hsakmt_model::engine::QueueError>) {
+    let f = setup(name);
+    let m = &*f.m;
+    let q = f.qmem(0);
+    let hw = create_event(m, HW_EVENT);
+    let other = healthy_sdma(&f, &q);
+    let mut a = args(&q, qtype);
+    let id = create(m, &mut a).unwrap();
+    m.gpu_write(q.gpu_id, q.ring, bad).unwrap();
+    ring(m, a.doorbell_offset, announce);
+    m.service_queues();
+    let e = m.queue_info(id).unwrap().progress.error;
+    assert!(matches!(e, Some(hsakmt_model::engine::QueueError::BadPacket { .. })), "{name}: {e:?}");
+    // A hang raises nothing by itself: it is found when the queue is preempted.
+    assert_eq!(wait_event(m, hw, 0).0, KFD_IOC_WAIT_RESULT_TIMEOUT as u32, "{name}");
+    let r = destroy(m, id);
+    assert!(m.queue_info(id).is_none(), "{name}: the queue is gone either way");
+    let (res, d) = wait_event(m, hw, 0);
+    assert_eq!(res, KFD_IOC_WAIT_RESULT_COMPLETE as u32, "{name}: the HW-exception event is set");
+    let other_state = m.queue_info(other).unwrap().progress.error;
+    (r, hw_data(&d), other_state)
+}
+
+#[test]
+fn a_hung_pm4_queue_is_reset_alone_where_the_gpu_has_per_queue_reset() {
+    // MI300X (gfx942) advertises per-queue reset for compute queues (capability bit 31 in the
+    // real capture): the hung queue alone is reset, DESTROY_QUEUE succeeds, memory is kept.
+    let type1 = 0x4000_0000u32.to_le_bytes(); // a PM4 type-1 header: not a type-3 packet
+    let (r, d, other) = hang_and_destroy("mi300x-cpx", PM4, &type1, 1);
+    assert_eq!(r, Ok(()));
+    assert_eq!(
+        (d.reset_type, d.reset_cause, d.memory_lost),
+        (KFD_HW_EXCEPTION_PER_ENGINE_RESET as u32, KFD_HW_EXCEPTION_GPU_HANG as u32, 0)
+    );
+    assert_ne!(d.gpu_id, 0);
+    assert_eq!(other, None, "the healthy queue is untouched");
+}
+
+#[test]
+fn a_hung_queue_without_per_queue_reset_resets_the_whole_gpu() {
+    // MI210 (gfx90a) has no per-queue reset: the scheduler hang ends in a GPU reset.
+    let type1 = 0x4000_0000u32.to_le_bytes();
+    let (r, d, other) = hang_and_destroy("mi210", PM4, &type1, 1);
+    assert_eq!(r, Err(libc::ETIME), "pqm_destroy_queue passes the scheduler's -ETIME on");
+    assert_eq!(
+        (d.reset_type, d.reset_cause, d.memory_lost),
+        (KFD_HW_EXCEPTION_WHOLE_GPU_RESET as u32, KFD_HW_EXCEPTION_GPU_HANG as u32, 1)
+    );
+    assert_eq!(other, Some(hsakmt_model::engine::QueueError::Reset), "every queue of the GPU is lost");
+    // SDMA on MI300X: the capture's kernel has no per-SDMA-queue reset (no capability2).
+    let unknown_sdma = 0x0000_00ffu32.to_le_bytes(); // SDMA opcode 0xff
+    let (r, d, other) = hang_and_destroy("mi300x-cpx", SDMA, &unknown_sdma, 4);
+    assert_eq!(r, Err(libc::ETIME));
+    assert_eq!((d.reset_type, d.memory_lost), (KFD_HW_EXCEPTION_WHOLE_GPU_RESET as u32, 1));
+    assert_eq!(other, Some(hsakmt_model::engine::QueueError::Reset));
+}
+
+/// An AQL packet of a type no CP knows (header type 7), at `ring`.
+fn bad_aql_packet() -> [u8; 64] {
+    let mut p = [0u8; 64];
+    p[0] = 7;
+    p
+}
+
+#[test]
+fn a_rejected_aql_packet_reaches_the_runtime_through_its_cwsr_header() {
+    let f = setup("mi210");
+    let m = &*f.m;
+    let q = f.qmem(0);
+    // RUNTIME_ENABLE first (it refuses once queues exist).
+    let mut re = kfd_ioctl_runtime_enable_args { r_debug: 0, mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK as u32, capabilities_mask: 0 };
+    raw(m, AMDKFD_IOC_RUNTIME_ENABLE, &mut re).unwrap();
+    let err_event = create_event(m, SIGNAL_EVENT);
+    // The CWSR area in host memory the GPU reaches at the same address (a userptr BO), as the
+    // thunk's unified CWSR area: the kernel reads its header with get_user.
+    let (_, cwsr, debug, _) = cwsr_for("mi210");
+    let pages = (u64::from(cwsr) + u64::from(debug)).div_ceil(4096);
+    let ctx = Mapping::new(pages, libc::PROT_READ | libc::PROT_WRITE);
+    let mut u = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: ctx.base,
+        size: pages * 4096,
+        handle: 0,
+        mmap_offset: ctx.base,
+        gpu_id: q.gpu_id,
+        flags: (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) as u32,
+    };
+    raw(m, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut u).unwrap();
+    let ids = [q.gpu_id];
+    let mut mp =
+        kfd_ioctl_map_memory_to_gpu_args { handle: u.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 1, n_success: 0 };
+    raw(m, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut mp).unwrap();
+    // The runtime's error word (ROCr: its exception signal's value), with a bit already set
+    // that must survive (the kernel ORs).
+    let error_word = Box::new(std::sync::atomic::AtomicU64::new(1 << 40));
+    let mut header = [0u8; 40];
+    header[24..32].copy_from_slice(&(error_word.as_ptr() as u64).to_le_bytes());
+    header[32..36].copy_from_slice(&err_event.to_le_bytes());
+    ctx.cpu_put(0, &header);
+    let mut a = args(&q, AQL);
+    a.ctx_save_restore_address = ctx.base;
+    let id = create(m, &mut a).unwrap();
+    m.gpu_write(q.gpu_id, q.ring, &bad_aql_packet()).unwrap();
+    assert_eq!(wait_event(m, err_event, 0).0, KFD_IOC_WAIT_RESULT_TIMEOUT as u32);
+    ring(m, a.doorbell_offset, 0);
+    m.service_queues();
+    assert!(m.queue_info(id).unwrap().progress.error.is_some());
+    // KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED) = bit 19: ROCr's ExceptionHandler maps it to
+    // HSA_STATUS_ERROR_INVALID_PACKET_FORMAT.
+    assert_eq!(error_word.load(std::sync::atomic::Ordering::Acquire), (1 << 40) | (1 << 19));
+    assert_eq!(wait_event(m, err_event, 0).0, KFD_IOC_WAIT_RESULT_COMPLETE as u32);
+    // A reported error is not a hang: the queue is preempted and destroyed normally.
+    assert_eq!(destroy(m, id), Ok(()));
+}
+
+#[test]
+fn without_the_runtime_enabled_the_cp_writes_the_queue_inactive_signal() {
+    let f = setup("mi210");
+    let m = &*f.m;
+    let q = f.qmem(0);
+    let g = q.gpu_id;
+    // ROCr's amd_queue_t at the start of the pointer page: read_dispatch_id at +128 (the read
+    // pointer), its own offset at +136, queue_inactive_signal at +192.
+    let amdq = q.ptrs;
+    let signal = q.ptrs + 0x400;
+    let mailbox = q.ptrs + 0x800;
+    m.gpu_write(g, amdq + 136, &128u32.to_le_bytes()).unwrap();
+    m.gpu_write(g, amdq + 192, &signal.to_le_bytes()).unwrap();
+    // amd_signal_t: value 0 at +8, event mailbox at +16, event id at +24.
+    m.gpu_write(g, signal + 16, &mailbox.to_le_bytes()).unwrap();
+    m.gpu_write(g, signal + 24, &0x55u32.to_le_bytes()).unwrap();
+    let mut a = args(&q, AQL);
+    a.read_pointer_address = amdq + 128;
+    a.write_pointer_address = amdq + 56;
+    let id = create(m, &mut a).unwrap();
+    // A dispatch with an empty grid: ROCr's code 2 (invalid dimensions).
+    use hsakmt_core::packet::aql::{Body, KernelDispatch, Repr};
+    let p = Repr::new(Body::KernelDispatch(KernelDispatch::new(0, 0, 0))).to_bytes();
+    m.gpu_write(g, q.ring, &p).unwrap();
+    ring(m, a.doorbell_offset, 0);
+    m.service_queues();
+    assert!(m.queue_info(id).unwrap().progress.error.is_some());
+    assert_eq!(m.gpu_read_obj::<u64>(g, signal + 8).unwrap(), 2, "the queue-error code in the inactive signal");
+    assert_eq!(m.gpu_read_obj::<u64>(g, mailbox).unwrap(), 0x55, "the signal's event id written to its mailbox");
+    assert_eq!(destroy(m, id), Ok(()));
+    // A queue whose read pointer is not inside an amd_queue_t gets nothing written.
+    let mut a = args(&q, AQL);
+    a.read_pointer_address = q.ptrs + 0xc00;
+    m.gpu_write(g, signal + 8, &0u64.to_le_bytes()).unwrap();
+    let id = create(m, &mut a).unwrap();
+    ring(m, a.doorbell_offset, 0);
+    m.service_queues();
+    assert!(m.queue_info(id).unwrap().progress.error.is_some());
+    assert_eq!(m.gpu_read_obj::<u64>(g, signal + 8).unwrap(), 0);
 }

@@ -17,7 +17,8 @@
 //!   agent's queue treats them, and unknown vendor formats, as an invalid packet (ROCr's
 //!   HSA_STATUS_ERROR_INVALID_PACKET_FORMAT): BadPacket.
 
-use super::{bad, kernels, pm4, Exec, Halt, IbFrame, RingProgress, RunEnd};
+use super::{bad, bad_ec, kernels, pm4, Exec, Halt, IbFrame, RingProgress, RunEnd};
+use hsakmt_core::abi::kfd::{EC_QUEUE_PACKET_DISPATCH_DIM_INVALID, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_PACKET_VENDOR_UNSUPPORTED};
 use hsakmt_core::packet::aql::{self, Body, PacketType, SignalCondition, PACKET_LEN};
 use hsakmt_core::packet::Error as PacketError;
 use std::sync::atomic::Ordering;
@@ -46,14 +47,9 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
         let mut raw = [0u8; PACKET_LEN];
         raw[..4].copy_from_slice(&header.to_le_bytes());
         x.read(va + 4, &mut raw[4..])?;
-        let repr = aql::Repr::parse(&aql::Packet::new_unchecked(&raw[..])).map_err(|e| {
-            bad(
-                at,
-                match e {
-                    PacketError::UnknownType => "unknown AQL packet type",
-                    _ => "malformed AQL packet",
-                },
-            )
+        let repr = aql::Repr::parse(&aql::Packet::new_unchecked(&raw[..])).map_err(|e| match e {
+            PacketError::UnknownType => bad_ec(at, "unknown AQL packet type", EC_QUEUE_PACKET_UNSUPPORTED),
+            _ => bad_ec(at, "malformed AQL packet", EC_QUEUE_PACKET_UNSUPPORTED),
         })?;
         if !matches!(repr.body, Body::Pm4Ib(_)) {
             // Only a PM4-IB packet owns indirect buffers in execution.
@@ -63,7 +59,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
         let signal = match repr.body {
             Body::KernelDispatch(k) => {
                 if k.workgroup_size.contains(&0) || k.grid_size.contains(&0) {
-                    return Err(bad(at, "kernel dispatch with an empty grid or workgroup"));
+                    return Err(bad_ec(at, "kernel dispatch with an empty grid or workgroup", EC_QUEUE_PACKET_DISPATCH_DIM_INVALID));
                 }
                 kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
                 x.steps += 1;
@@ -126,8 +122,8 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
                 }
                 ib.completion_signal
             }
-            Body::AgentDispatch(_) => return Err(bad(at, "agent dispatch packet on a GPU queue")),
-            Body::Vendor { .. } => return Err(bad(at, "unknown AMD vendor-specific packet format")),
+            Body::AgentDispatch(_) => return Err(bad_ec(at, "agent dispatch packet on a GPU queue", EC_QUEUE_PACKET_UNSUPPORTED)),
+            Body::Vendor { .. } => return Err(bad_ec(at, "unknown AMD vendor-specific packet format", EC_QUEUE_PACKET_VENDOR_UNSUPPORTED)),
         };
         complete(x, signal, start)?;
         x.store(va, u16::from(PacketType::Invalid as u8), Ordering::Release)?;
@@ -184,7 +180,16 @@ mod tests {
         let mut sig = [0u8; 64];
         SignalRepr::user(1).emit(&mut aql::Signal::new_unchecked(&mut sig[..]));
         m.gpu_write(g, SIG, &sig).unwrap();
-        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Aql, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let ring = RingDesc {
+            gpu_id: g,
+            queue_id: 1,
+            kind: EngineKind::Aql,
+            ring_va: RING,
+            ring_bytes: 4096,
+            rptr_va: RPTR,
+            wptr_va: 0,
+            ctx_va: 0,
+        };
         // A slot whose body is not written yet (garbage: a dispatch with an empty grid, which
         // would stop the queue if it were read) and whose header is still INVALID.
         let garbage = aql::Repr::new(Body::KernelDispatch(KernelDispatch::new(0, 0, 0))).to_bytes();
@@ -220,7 +225,16 @@ mod tests {
         let mut sig = [0u8; 64];
         SignalRepr::user(1).emit(&mut aql::Signal::new_unchecked(&mut sig[..]));
         m.gpu_write(g, SIG, &sig).unwrap();
-        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Aql, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let ring = RingDesc {
+            gpu_id: g,
+            queue_id: 1,
+            kind: EngineKind::Aql,
+            ring_va: RING,
+            ring_bytes: 4096,
+            rptr_va: RPTR,
+            wptr_va: 0,
+            ctx_va: 0,
+        };
         let packet = aql::Repr::new(Body::BarrierAnd(Barrier::new([SIG, 0, 0, 0, 0]))).to_bytes();
         m.gpu_write(g, RING, &packet).unwrap();
         let mut p = RingProgress::default();

@@ -2,24 +2,25 @@
 //! place of shader code. The descriptor and the kernarg are read through the GPU page table,
 //! so an unmapped kernel object or kernarg segment faults like on hardware.
 
-use super::{bad, Exec, Halt, CHUNK};
+use super::{bad_ec, Exec, Halt, CHUNK};
+use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID as CODE_INVALID;
 use hsakmt_core::packet::model_kernel::{Args, Descriptor, DESCRIPTOR_ALIGN, DESCRIPTOR_LEN};
 
 /// Run the kernel whose descriptor is at `desc_va` with the kernarg at `kernarg_va`; `at` is
 /// the dispatching packet's position (for errors).
 pub(super) fn run(x: &Exec<'_>, desc_va: u64, kernarg_va: u64, at: u64) -> Result<(), Halt> {
     if !desc_va.is_multiple_of(DESCRIPTOR_ALIGN) {
-        return Err(bad(at, "kernel object is not 256-byte aligned"));
+        return Err(bad_ec(at, "kernel object is not 256-byte aligned", CODE_INVALID));
     }
     let mut d = [0u8; DESCRIPTOR_LEN];
     x.read(desc_va, &mut d)?;
-    let desc = Descriptor::parse(&d).map_err(|_| bad(at, "kernel object is not a model kernel descriptor"))?;
+    let desc = Descriptor::parse(&d).map_err(|_| bad_ec(at, "kernel object is not a model kernel descriptor", CODE_INVALID))?;
     let mut a = [0u8; hsakmt_core::packet::model_kernel::ARGS_LEN];
     let n = desc.kernel.args_len();
     if n > 0 {
         x.read(kernarg_va, &mut a[..n])?;
     }
-    match Args::parse(desc.kernel, &a[..n]).map_err(|_| bad(at, "model kernel arguments out of range"))? {
+    match Args::parse(desc.kernel, &a[..n]).map_err(|_| bad_ec(at, "model kernel arguments out of range", CODE_INVALID))? {
         Args::Nop => Ok(()),
         Args::Fill(f) => fill(x, f.dst, &f.value.to_le_bytes(), f.count * 4),
         Args::Copy(c) => copy(x, c.dst, c.src, c.bytes),

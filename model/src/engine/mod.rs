@@ -29,7 +29,7 @@ mod sdma;
 
 use crate::gpu::{GpuFault, GpuFaultKind, GpuWord};
 use crate::model::Model;
-use hsakmt_core::abi::kfd::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
+use hsakmt_core::abi::kfd::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure, EC_QUEUE_PACKET_VENDOR_UNSUPPORTED};
 use std::sync::atomic::{fence, Ordering};
 
 /// Which packet processor a queue is fed to.
@@ -63,6 +63,10 @@ pub struct RingDesc {
     /// GPU VA of the write pointer the producer keeps (informational; the doorbell value is
     /// what the engine obeys).
     pub wptr_va: u64,
+    /// The queue's context save/restore area (its `kfd_context_save_area_header`, where the
+    /// runtime left the address of its error word and the id of its queue-error event); 0:
+    /// none (SDMA queues, CWSR-less GPUs).
+    pub ctx_va: u64,
 }
 
 /// Why a queue stopped for good (until it is destroyed).
@@ -72,7 +76,12 @@ pub enum QueueError {
     Fault(GpuFault),
     /// A packet the engine cannot execute: its position (ring units) and what is wrong. For
     /// a packet inside a PM4 indirect buffer, the position of the ring packet that leads there.
-    BadPacket { at: u64, what: &'static str },
+    /// `ec` is the exception code (`EC_QUEUE_PACKET_*`) a compute CP reports for it on an AQL
+    /// queue; PM4 and SDMA engines report nothing (their queue hangs, see `queues/errors.rs`).
+    BadPacket { at: u64, what: &'static str, ec: u32 },
+    /// The queue was lost to a GPU reset (another queue of the GPU hung and the GPU had no
+    /// per-queue reset).
+    Reset,
 }
 
 /// One PM4 indirect buffer in execution.
@@ -154,8 +163,15 @@ impl From<GpuFault> for Halt {
     }
 }
 
+/// A malformed packet; on an AQL queue it is reported as a vendor packet the CP does not
+/// support (the PM4 of a PM4-IB packet is AMD's vendor format).
 pub(crate) fn bad(at: u64, what: &'static str) -> Halt {
-    Halt::Stop(QueueError::BadPacket { at, what })
+    bad_ec(at, what, EC_QUEUE_PACKET_VENDOR_UNSUPPORTED)
+}
+
+/// A malformed packet with the exception code an AQL CP reports for it.
+pub(crate) fn bad_ec(at: u64, what: &'static str, ec: u32) -> Halt {
+    Halt::Stop(QueueError::BadPacket { at, what, ec })
 }
 
 /// One call's execution context.
@@ -305,7 +321,11 @@ impl Model {
             return RunEnd::Stopped;
         }
         if let Err(what) = check_ring(ring) {
-            return self.stop_queue(ring, progress, QueueError::BadPacket { at: progress.read, what });
+            return self.stop_queue(
+                ring,
+                progress,
+                QueueError::BadPacket { at: progress.read, what, ec: EC_QUEUE_PACKET_VENDOR_UNSUPPORTED },
+            );
         }
         let mut x = Exec { m: self, ring, budget, steps: 0, pending: Default::default() };
         let r = match ring.kind {
@@ -326,7 +346,7 @@ impl Model {
         let e = match e {
             // A misaligned atomic is a malformed packet, not a page fault.
             QueueError::Fault(f) if f.kind == GpuFaultKind::Misaligned => {
-                QueueError::BadPacket { at: progress.read, what: "misaligned atomic" }
+                QueueError::BadPacket { at: progress.read, what: "misaligned atomic", ec: EC_QUEUE_PACKET_VENDOR_UNSUPPORTED }
             }
             e => e,
         };
@@ -342,6 +362,10 @@ impl Model {
             let shown = if self.gpu_read(ring.gpu_id, ring.ring_va.wrapping_add(off), &mut bytes[..n]).is_ok() { n } else { 0 };
             eprintln!("hsakmt: {}", describe_stop(ring, &e, &bytes[..shown]));
         }
+        // The error reaches the process as the KFD delivers it (AQL: the runtime's error word
+        // and event, or the queue's inactive signal; PM4/SDMA: nothing until the hung queue is
+        // preempted).
+        self.queue_stopped(ring, &e);
         progress.error = Some(e);
         RunEnd::Stopped
     }
@@ -357,7 +381,7 @@ fn logs_errors() -> bool {
 fn stop_offset(ring: &RingDesc, e: &QueueError) -> u64 {
     let at = match e {
         QueueError::BadPacket { at, .. } => *at,
-        QueueError::Fault(_) => return 0,
+        QueueError::Fault(_) | QueueError::Reset => return 0,
     };
     let unit = match ring.kind {
         EngineKind::Aql => hsakmt_core::packet::aql::PACKET_LEN as u64,
@@ -371,7 +395,7 @@ fn stop_offset(ring: &RingDesc, e: &QueueError) -> u64 {
 /// SDMA packet; nothing for a fault (the faulting address says it).
 fn stop_window(ring: &RingDesc, e: &QueueError) -> usize {
     match (e, ring.kind) {
-        (QueueError::Fault(_), _) => 0,
+        (QueueError::Fault(_) | QueueError::Reset, _) => 0,
         (_, EngineKind::Aql) => 64,
         _ => 32,
     }
@@ -386,7 +410,7 @@ pub fn describe_stop(ring: &RingDesc, e: &QueueError, bytes: &[u8]) -> String {
         EngineKind::Sdma => "SDMA",
     };
     match e {
-        QueueError::BadPacket { at, what } => {
+        QueueError::BadPacket { at, what, .. } => {
             let dwords: Vec<String> =
                 bytes.chunks_exact(4).map(|d| format!("{:#010x}", u32::from_le_bytes(d.try_into().unwrap()))).collect();
             format!(
@@ -401,6 +425,7 @@ pub fn describe_stop(ring: &RingDesc, e: &QueueError, bytes: &[u8]) -> String {
             "model GPU {:#x}: {kind} queue {} stopped: GPU page fault at {:#x} ({:?}); memory-exception event raised",
             ring.gpu_id, ring.queue_id, f.va, f.kind
         ),
+        QueueError::Reset => format!("model GPU {:#x}: {kind} queue {} lost to a GPU reset", ring.gpu_id, ring.queue_id),
     }
 }
 
@@ -410,9 +435,17 @@ mod stop_log_tests {
 
     #[test]
     fn a_bad_packet_names_queue_offset_reason_and_dwords() {
-        let ring =
-            RingDesc { gpu_id: 0x1234, queue_id: 7, kind: EngineKind::Sdma, ring_va: 0x10000, ring_bytes: 4096, rptr_va: 0, wptr_va: 0 };
-        let e = QueueError::BadPacket { at: 4096 + 24, what: "unknown SDMA opcode" };
+        let ring = RingDesc {
+            gpu_id: 0x1234,
+            queue_id: 7,
+            kind: EngineKind::Sdma,
+            ring_va: 0x10000,
+            ring_bytes: 4096,
+            rptr_va: 0,
+            wptr_va: 0,
+            ctx_va: 0,
+        };
+        let e = QueueError::BadPacket { at: 4096 + 24, what: "unknown SDMA opcode", ec: 0 };
         let mut bytes = [0u8; 8];
         bytes[..4].copy_from_slice(&0xffu32.to_le_bytes());
         bytes[4..].copy_from_slice(&0xdead_beefu32.to_le_bytes());
@@ -422,7 +455,7 @@ mod stop_log_tests {
             "model GPU 0x1234: SDMA queue 7 stopped at ring offset 0x18 (position 4120): unknown SDMA opcode; packet dwords [0x000000ff, 0xdeadbeef]"
         );
         let aql = RingDesc { kind: EngineKind::Aql, ..ring };
-        assert_eq!(stop_offset(&aql, &QueueError::BadPacket { at: 65, what: "" }), 64);
+        assert_eq!(stop_offset(&aql, &QueueError::BadPacket { at: 65, what: "", ec: 0 }), 64);
         assert_eq!(stop_window(&aql, &e), 64);
     }
 }
@@ -523,7 +556,16 @@ mod tests {
             r.emit(&mut pm4::Packet::new_unchecked(&mut bytes[at..])).unwrap();
         }
         m.gpu_write(g, RING, &bytes).unwrap();
-        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Pm4, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let ring = RingDesc {
+            gpu_id: g,
+            queue_id: 1,
+            kind: EngineKind::Pm4,
+            ring_va: RING,
+            ring_bytes: 4096,
+            rptr_va: RPTR,
+            wptr_va: 0,
+            ctx_va: 0,
+        };
         let mut p = RingProgress::default();
         trace::start();
         assert_eq!(m.engine_run(&ring, &mut p, bytes.len() as u64 / 4, 16), RunEnd::Idle);
@@ -558,7 +600,16 @@ mod tests {
             r.emit(&mut sdma::Packet::new_unchecked(&mut bytes[at..])).unwrap();
         }
         m.gpu_write(g, RING, &bytes).unwrap();
-        let ring = RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Sdma, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0 };
+        let ring = RingDesc {
+            gpu_id: g,
+            queue_id: 1,
+            kind: EngineKind::Sdma,
+            ring_va: RING,
+            ring_bytes: 4096,
+            rptr_va: RPTR,
+            wptr_va: 0,
+            ctx_va: 0,
+        };
         let mut p = RingProgress::default();
         trace::start();
         assert_eq!(m.engine_run(&ring, &mut p, bytes.len() as u64, 16), RunEnd::Idle);

@@ -13,7 +13,16 @@ impl Model {
             let running = t.queues.get(&a.queue_id).ok_or(EINVAL)?.running;
             if !running {
                 let mut t = t;
-                return t.remove(a.queue_id).map(|_| ()).ok_or(EINVAL);
+                let q = t.remove(a.queue_id).ok_or(EINVAL)?;
+                // Preemption finds a queue its engine left hung (queues/errors.rs).
+                if errors::hung(&q) {
+                    drop(st);
+                    return match self.queue_hang_found(&mut t, &q) {
+                        0 => Ok(()),
+                        e => Err(e),
+                    };
+                }
+                return Ok(());
             }
             // The kernel preempts a queue before destroying it: once DESTROY_QUEUE returns, the
             // CP never touches the queue's memory again, and the thunk frees it. Wait for the

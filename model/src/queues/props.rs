@@ -19,6 +19,11 @@ pub(super) struct NodeQueueProps {
     pub(super) ctl_stack_size: u32,
     pub(super) cwsr_size: u32,
     pub(super) debug_memory_size: u32,
+    /// HSA_CAP_PER_QUEUE_RESET_SUPPORTED (capability bit 31): a hung compute queue is reset
+    /// alone instead of the whole GPU.
+    pub(super) per_queue_reset: bool,
+    /// HSA_CAP2_PER_SDMA_QUEUE_RESET_SUPPORTED (capability2 bit 0): the same for SDMA queues.
+    pub(super) per_sdma_queue_reset: bool,
 }
 
 pub(super) fn align(x: u64, a: u64) -> u64 {
@@ -116,6 +121,8 @@ impl Model {
             sdma_engines: u(get("num_sdma_engines"), 2),
             xgmi_engines: u(get("num_sdma_xgmi_engines"), 0),
             sdma_queues_per_engine: u(get("num_sdma_queues_per_engine"), old_qpe),
+            per_queue_reset: get("capability").is_some_and(|c| c & (1 << 31) != 0),
+            per_sdma_queue_reset: get("capability2").is_some_and(|c| c & 1 != 0),
             ..NodeQueueProps::default()
         };
         n.cu_active = (simd_count / simd_per_cu).min(u64::from(u32::MAX)) as u32;

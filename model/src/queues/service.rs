@@ -61,7 +61,11 @@ impl Model {
                 Err(_) => {
                     // What the run left half-done is dropped: the queue stops where it stood.
                     progress = before.clone();
-                    progress.error = Some(QueueError::BadPacket { at: progress.read, what: "the engine panicked" });
+                    progress.error = Some(QueueError::BadPacket {
+                        at: progress.read,
+                        what: "the engine panicked",
+                        ec: hsakmt_core::abi::kfd::EC_QUEUE_PACKET_VENDOR_UNSUPPORTED,
+                    });
                     RunEnd::Stopped
                 }
             };
