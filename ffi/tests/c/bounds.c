@@ -10,21 +10,13 @@
  *   a one-element array.
  * - GetNodeMemoryProperties with a count larger than the node's banks writes only the banks
  *   that exist. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-static int failures;
-#define EXPECT(cond)                                              \
-	do {                                                      \
-		if (!(cond)) {                                    \
-			printf("FAIL line %d: %s\n", __LINE__, #cond); \
-			failures++;                               \
-		}                                                 \
-	} while (0)
 
 #define KFD_WAIT_MAX ((4u << 20) / 56) /* 74898 */
 #define SVM_ATTR_MAX ((16383u - 24) / 8) /* 2044 */

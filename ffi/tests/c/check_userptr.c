@@ -1,17 +1,9 @@
 /* HSA_CHECK_USERPTR=1: registering user memory touches its pages first; a range with a hole
  * is refused with an error status (never a crash), a good one registers. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdio.h>
 #include <sys/mman.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 int main(void)
 {

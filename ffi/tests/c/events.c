@@ -2,6 +2,7 @@
  * the event page, set / query / reset, waits with timeouts of 0, a few ms and infinite, wait-any
  * and wait-all, event ages, a second thread setting an event the main thread waits on, and the
  * statuses of bad input (NULL and destroyed events, empty arrays). Exit 0 on success. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -10,15 +11,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 static double now_ms(void)
 {

@@ -4,6 +4,7 @@
  * library that reads or writes a newer (larger) layout is caught. Built against our headers
  * or a generation's (tests/c/generations/<label>.h) with -DHSAKMT_HEADER.
  */
+#include "expect.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +13,6 @@
 
 #define GUARD 64
 #define GUARD_BYTE 0xA5
-
-static int failures;
-#define EXPECT(cond)                                                       \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);     \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
 
 static void *guarded(size_t size)
 {

@@ -1,21 +1,13 @@
 /* The handle API of the newest hsakmt.h (HandleImport / HandleExport, MemoryVaMap / VaUnmap,
  * MemoryCpuMap, MemHandleFree(PreserveMetadata), MemoryGetCpuAddr) on a dma-buf exported from
  * a VRAM allocation, and the statuses of bad input. Upstream API names only. Exit 0 on success. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 #define SIZE (256 << 10)
 

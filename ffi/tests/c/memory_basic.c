@@ -1,21 +1,13 @@
 /* The memory API as a ROCm runtime uses it: VRAM and system allocations, CPU access,
  * GPU mapping, pointer queries, user-pointer registration, IPC export, and the statuses of
  * bad input. Upstream API names only. Exit 0 on success. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 int main(void)
 {

@@ -1,21 +1,13 @@
 /* OpenClose rules as a C user sees them: errno is never changed by a call, a forked child
  * that inherited an open thunk gets KERNEL_IO_CHANNEL_NOT_OPENED until it opens again, and
  * both processes keep working. Exit 0 on success; prints what failed otherwise. */
+#include "expect.h"
 #include <errno.h>
 #include <stdint.h>
 #include <hsakmt/hsakmt.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 int main(void)
 {

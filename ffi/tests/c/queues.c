@@ -4,20 +4,12 @@
  * the KFD event the test waits on; and the statuses of bad input (NULL resource, bad priority or
  * type, unknown node, ring size not a power of two, unmapped ring, destroying twice). Exit 0 on
  * success. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 /* Host memory the GPU of `node` can reach (what kfdtest's HsaMemoryBuffer(host) gives). */
 static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)

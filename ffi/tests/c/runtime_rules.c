@@ -1,17 +1,9 @@
 /* RuntimeEnable / RuntimeDisable / GetRuntimeCapabilities as ROCr calls them. argv[1] is the
  * status the first RuntimeEnable must return (0 on a KFD >= 1.13, 11 NOT_SUPPORTED below). */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 int main(int argc, char **argv)
 {

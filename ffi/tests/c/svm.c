@@ -4,21 +4,13 @@
  * unmapped memory) and the XNACK mode.
  * argv[1]: "1" if this system's GPUs may turn XNACK on, "0" if not, "old" for a KFD older than
  * 1.5 (every call NOT_SUPPORTED). Exit 0 on success. */
+#include "expect.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-static int failures;
-#define EXPECT(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                                 \
-			printf("FAIL line %d: %s\n", __LINE__, #cond);             \
-			failures++;                                                \
-		}                                                              \
-	} while (0)
 
 #define PAGE 4096UL
 #define INVALID_NODEID 0xFFFFFFFFu
