@@ -72,10 +72,23 @@ pub struct Context {
     /// binds a GPU's VM to the DRM file of the first ACQUIRE_VM and refuses (EBUSY) another
     /// file later, so a re-acquired snapshot must present the same fd (upstream caches them).
     render_fds: Vec<(u32, i32)>,
+    /// The libdrm_amdgpu device made on each render node (upstream's per-minor
+    /// `amdgpu_handle`), for hsaKmtGetAMDGPUDeviceHandle; torn down with the render fds.
+    amdgpu_devices: Vec<DrmDevice>,
     /// Events (`event.rs`).
     events: Events,
     /// Queues (`queue.rs`).
     queues: Queues,
+}
+
+/// A libdrm_amdgpu device on a render node of this context.
+#[derive(Clone, Copy, Debug)]
+struct DrmDevice {
+    minor: u32,
+    handle: usize,
+    /// The render fd in `render_fds` is libdrm's own (`amdgpu_device_get_fd`), closed by
+    /// `amdgpu_device_deinitialize`; otherwise it is ours and closed separately.
+    libdrm_owns_fd: bool,
 }
 
 fn zeroed<T: FromZeros>() -> T {
@@ -104,6 +117,7 @@ impl Context {
             acquired: None,
             runtime_caps: 0,
             render_fds: Vec::new(),
+            amdgpu_devices: Vec::new(),
             events: Default::default(),
             queues: Default::default(),
         })
@@ -343,6 +357,17 @@ impl Context {
             }
         }
         let (apertures, raw) = self.init_gpu_vms(&topology)?;
+        // Upstream's newest thunk reads `gpu_counter_freq` with libdrm's amdgpu_query_gpu_info
+        // into WallClockKHz (GPUs whose query fails keep 0); we ask through the device made
+        // on the node's render fd.
+        for n in topology.nodes.iter_mut().filter(|n| n.gpu_id != 0 && n.props.WallClockKHz == 0) {
+            let minor = n.props.DrmRenderMinor as u32;
+            if let Some(d) = self.amdgpu_devices.iter().find(|d| d.minor == minor) {
+                if let Ok(khz) = self.kfd.amdgpu_gpu_counter_khz(d.handle) {
+                    n.props.WallClockKHz = khz;
+                }
+            }
+        }
         let memory = Memory::init(&*self.kfd, &topology, &raw, &self.render_fds, self.cfg.memory)
             .map_err(|s| TopologyError::new(s, "memory manager (FMM) initialisation failed", ""))?;
         let system = topology.system;
@@ -390,13 +415,62 @@ impl Context {
     }
 
     /// The cached render-node fd of `minor`, opened on first use.
+    ///
+    /// As upstream, a new render node gets a libdrm_amdgpu device (`amdgpu_device_initialize`).
+    /// Where libdrm can tell the fd it uses for the device (`amdgpu_device_get_fd`), that fd
+    /// replaces ours, so the VM the KFD binds and the runtime's libdrm calls share one DRM file
+    /// (libdrm reuses a device another user already made on another file of the same GPU); if
+    /// it cannot answer for the device, the device is dropped. Without a device the node works
+    /// as before and GetAMDGPUDeviceHandle answers INVALID_HANDLE for it.
     fn render_fd(&mut self, minor: u32) -> Result<i32, Errno> {
         if let Some(&(_, fd)) = self.render_fds.iter().find(|(m, _)| *m == minor) {
             return Ok(fd);
         }
-        let fd = self.kfd.open_render_node(minor)?;
+        let mut fd = self.kfd.open_render_node(minor)?;
+        if let Ok(dev) = self.kfd.amdgpu_device_initialize(fd) {
+            match dev.libdrm_fd {
+                None => self.amdgpu_devices.push(DrmDevice { minor, handle: dev.handle, libdrm_owns_fd: false }),
+                Some(lfd) if lfd > 0 => {
+                    if lfd != fd {
+                        self.kfd.close_render_node(fd);
+                        fd = lfd;
+                    }
+                    self.amdgpu_devices.push(DrmDevice { minor, handle: dev.handle, libdrm_owns_fd: true });
+                }
+                Some(_) => self.kfd.amdgpu_device_deinitialize(dev.handle),
+            }
+        }
         self.render_fds.push((minor, fd));
         Ok(fd)
+    }
+
+    /// hsaKmtGetAMDGPUDeviceHandle: the libdrm_amdgpu device of GPU node `id`, as an address.
+    /// Upstream: a node that is not a GPU (or no snapshot) is INVALID_NODE_UNIT; a model has
+    /// no libdrm device and answers NULL (0); a GPU whose render node got no device (libdrm
+    /// missing or refusing the fd) is INVALID_HANDLE.
+    pub fn amdgpu_device_handle(&self, id: u32) -> KmtResult<usize> {
+        let (n, _) = self.node(id)?;
+        if n.gpu_id == 0 {
+            return Err(Status::INVALID_NODE_UNIT);
+        }
+        if self.kfd.backend() != Backend::Kernel {
+            return Ok(0);
+        }
+        let minor = n.props.DrmRenderMinor as u32;
+        self.amdgpu_devices.iter().find(|d| d.minor == minor).map(|d| d.handle).ok_or(Status::INVALID_HANDLE)
+    }
+
+    /// The render fd libdrm uses for a device this context made (hsaKmtGetAmdGPUDeviceFd;
+    /// upstream asks `amdgpu_device_get_fd`, which answers the fd of the render node's device).
+    /// `None` for any other value: it is never handed to libdrm.
+    pub fn amdgpu_device_fd(&self, handle: usize) -> Option<i32> {
+        let d = self.amdgpu_devices.iter().find(|d| d.handle == handle && handle != 0)?;
+        self.render_fds.iter().find(|(m, _)| *m == d.minor).map(|&(_, fd)| fd)
+    }
+
+    /// How many libdrm_amdgpu devices this context holds (tests).
+    pub fn amdgpu_device_count(&self) -> usize {
+        self.amdgpu_devices.len()
     }
 
     /// Drop the snapshot and what was derived from it. Always succeeds (upstream). The VMs
@@ -784,8 +858,19 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         self.release_system_properties();
-        for (_, fd) in self.render_fds.drain(..) {
-            self.kfd.close_render_node(fd);
+        // Each render node's libdrm device goes with its fd (upstream deinitializes them where
+        // it drops its render fds: in a forked child before it reopens).
+        for (minor, fd) in self.render_fds.drain(..) {
+            match self.amdgpu_devices.iter().position(|d| d.minor == minor) {
+                Some(i) => {
+                    let d = self.amdgpu_devices.swap_remove(i);
+                    self.kfd.amdgpu_device_deinitialize(d.handle);
+                    if !d.libdrm_owns_fd {
+                        self.kfd.close_render_node(fd);
+                    }
+                }
+                None => self.kfd.close_render_node(fd),
+            }
         }
     }
 }

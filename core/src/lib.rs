@@ -17,5 +17,5 @@ pub mod status;
 pub mod svm;
 pub mod topology;
 
-pub use port::{Backend, GemVaOp, Kfd, SysTree};
+pub use port::{AmdgpuDevice, Backend, GemVaOp, Kfd, SysTree};
 pub use status::{Errno, KmtResult, Status};

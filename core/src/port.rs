@@ -168,6 +168,26 @@ pub trait Kfd: Send + Sync {
         None
     }
 
+    // ---- libdrm_amdgpu devices. Upstream calls `amdgpu_device_initialize` on every render node
+    // it opens and hands that `amdgpu_device_handle` out through hsaKmtGetAMDGPUDeviceHandle; the
+    // HSA runtime then asks libdrm about the GPU through it (its wall-clock frequency among
+    // other things). Core only stores the handle; the defaults answer ENOSYS (no libdrm).
+
+    /// `amdgpu_device_initialize` on an fd from `open_render_node`.
+    fn amdgpu_device_initialize(&self, _render_fd: i32) -> Result<AmdgpuDevice, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
+    /// `amdgpu_device_deinitialize` of a device from `amdgpu_device_initialize` (this closes
+    /// the fd libdrm uses for it).
+    fn amdgpu_device_deinitialize(&self, _handle: usize) {}
+
+    /// The GPU counter (wall clock) frequency in kHz libdrm reports for a device from
+    /// `amdgpu_device_initialize` (`amdgpu_query_gpu_info`'s `gpu_counter_freq`).
+    fn amdgpu_gpu_counter_khz(&self, _handle: usize) -> Result<u64, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
     // ---- DRM buffer objects on a render node (upstream's handle API goes through libdrm's
     // amdgpu_bo_* calls; these are the ioctls under them). `render_fd` is an fd from
     // `open_render_node`; GEM handles are per open render file, as in the kernel. The defaults
@@ -199,6 +219,16 @@ pub trait Kfd: Send + Sync {
     fn drm_gem_close(&self, _render_fd: i32, _gem: u32) -> Result<(), Errno> {
         Err(Errno(Errno::ENOSYS))
     }
+}
+
+/// A libdrm_amdgpu device made by [`Kfd::amdgpu_device_initialize`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AmdgpuDevice {
+    /// The `amdgpu_device_handle` (an address in libdrm's memory; core never dereferences it).
+    pub handle: usize,
+    /// What `amdgpu_device_get_fd` answered for it: the fd libdrm itself uses (a negative value
+    /// when that call failed); `None` when the library has no such function.
+    pub libdrm_fd: Option<i32>,
 }
 
 /// One AMDGPU_GEM_VA operation.

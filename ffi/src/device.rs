@@ -1,13 +1,16 @@
 //! Device-handle exports: hsaKmtGetAmdGPUDeviceFd and hsaKmtSetSigbusDelay. Upstream answers
-//! both through a libdrm amdgpu device; hsakmt-rs hands out no such device (GetAMDGPUDeviceHandle
-//! gives NULL on a model), so these give upstream's answers for "no device".
+//! both through a libdrm amdgpu device. On `/dev/kfd` GetAMDGPUDeviceHandle hands out the libdrm
+//! device of a GPU's render node (when libdrm_amdgpu.so.1 is there); on a model it gives NULL.
 
 use crate::boundary::{guard, out};
 use crate::global::with_ctx;
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::Status;
 
-/// Upstream: `amdgpu_device_get_fd(handle)` failing is ERROR; no handle we issue is a device.
+/// Upstream: `amdgpu_device_get_fd(handle)`, ERROR when it fails. We answer for the devices
+/// GetAMDGPUDeviceHandle handed out (the render fd the node uses, which is libdrm's own fd for
+/// the device where libdrm can tell it); any other value (NULL, a model's NULL, a forged
+/// pointer) is ERROR and never reaches libdrm.
 ///
 /// # Safety
 /// `fd` must be NULL or valid for writes.
@@ -17,9 +20,9 @@ pub unsafe extern "C" fn hsaKmtGetAmdGPUDeviceFd(DeviceHandle: HsaAMDGPUDeviceHa
         crate::published::check_open()?; // the open check first (upstream), without a lock
                                          // SAFETY: the C caller's pointer contract.
         let fd = unsafe { out(fd) }?;
-        let _ = DeviceHandle;
-        *fd = -1;
-        Err(Status::ERROR)
+        let known = with_ctx(|c| Ok(c.amdgpu_device_fd(DeviceHandle as usize)))?;
+        *fd = known.unwrap_or(-1);
+        known.map(|_| ()).ok_or(Status::ERROR)
     })
 }
 

@@ -9,8 +9,9 @@
 //! BO metadata (the `IPCHandle` import flag) is not supported: NOT_SUPPORTED.
 //!
 //! The descriptors' `device_handle` is not required (upstream's newest version refuses NULL):
-//! hsakmt-rs issues no libdrm device handles (GetAMDGPUDeviceHandle gives NULL), so an import
-//! goes to the GPU the dma-buf belongs to (GET_DMABUF_INFO), else the first GPU, and
+//! GetAMDGPUDeviceHandle gives NULL on a model, and these calls go through the port's DRM ioctls
+//! rather than libdrm, so the handle is not looked at. An import goes to the GPU the dma-buf
+//! belongs to (GET_DMABUF_INFO), else the first GPU, and
 //! MemoryVaMap / VaUnmap map in that GPU's VM (a NodeId of another node is ERROR).
 
 use crate::boundary::{guard, out};

@@ -466,26 +466,28 @@ pub unsafe extern "C" fn hsaKmtGetTileConfig(NodeId: HSAuint32, config: *mut Hsa
     })
 }
 
-/// On a model there is no libdrm device: NULL and SUCCESS (upstream's model behaviour). On the
-/// kernel we do not use libdrm yet: INVALID_HANDLE, what upstream answers without a device.
+/// The libdrm_amdgpu device (`amdgpu_device_handle`) of a GPU node's render node, made when the
+/// thunk opened it (as upstream). A CPU node, a bad id or no snapshot yet: INVALID_NODE_UNIT. On
+/// a model there is no libdrm device: NULL and SUCCESS (upstream's model behaviour). On the
+/// kernel without a device (libdrm_amdgpu.so.1 missing, or it refused the render fd):
+/// INVALID_HANDLE, upstream's answer when amdgpu_device_initialize failed.
 ///
 /// # Safety
 /// `DeviceHandle` must be NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(NodeId: HSAuint32, DeviceHandle: *mut HsaAMDGPUDeviceHandle) -> HSAKMT_STATUS {
     guard("hsaKmtGetAMDGPUDeviceHandle", || {
-        let (is_gpu, model) = with_ctx(|c| Ok((c.node_properties(NodeId)?.KFDGpuID != 0, c.backend() != hsakmt_core::Backend::Kernel)))?;
-        if !is_gpu {
-            return Err(Status::INVALID_NODE_UNIT);
+        // Order: the open and node checks, then a NULL destination, then the device itself.
+        let handle = with_ctx(|c| c.amdgpu_device_handle(NodeId));
+        if let Err(s) = handle {
+            if s != Status::INVALID_HANDLE {
+                return Err(s);
+            }
         }
         // SAFETY: the C caller's pointer contract.
         let dst = unsafe { out(DeviceHandle) }?;
-        if model {
-            *dst = std::ptr::null_mut();
-            Ok(())
-        } else {
-            Err(Status::INVALID_HANDLE)
-        }
+        *dst = handle? as *mut std::ffi::c_void;
+        Ok(())
     })
 }
 

@@ -2,11 +2,12 @@
 //! `/dev/dri/renderD<minor>`, and the KFD topology and CPU trees in sysfs.
 
 pub mod drm;
+pub mod libdrm;
 mod pid;
 
 pub use pid::pid;
 
-use hsakmt_core::{Backend, Errno, GemVaOp, Kfd, SysTree};
+use hsakmt_core::{AmdgpuDevice, Backend, Errno, GemVaOp, Kfd, SysTree};
 use rustix::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
@@ -24,6 +25,8 @@ pub const KFD_DEVICE: &str = "/dev/kfd";
 pub struct DevKfd {
     fd: OwnedFd,
     topology_root: PathBuf,
+    /// The libdrm_amdgpu devices made on this port's render nodes.
+    devices: libdrm::AmdgpuDevices,
 }
 
 fn errno(e: rustix::io::Errno) -> Errno {
@@ -34,7 +37,7 @@ impl DevKfd {
     /// Open `/dev/kfd` (O_RDWR | O_CLOEXEC, as upstream).
     pub fn open() -> Result<DevKfd, Errno> {
         let fd = rustix::fs::open(KFD_DEVICE, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
-        Ok(DevKfd { fd, topology_root: PathBuf::from(KFD_TOPOLOGY_ROOT) })
+        Ok(DevKfd { fd, topology_root: PathBuf::from(KFD_TOPOLOGY_ROOT), devices: libdrm::AmdgpuDevices::new() })
     }
 
     /// Whether a KFD device node exists on this machine.
@@ -273,6 +276,18 @@ impl Kfd for DevKfd {
 
     fn backend(&self) -> Backend {
         Backend::Kernel
+    }
+
+    fn amdgpu_device_initialize(&self, render_fd: i32) -> Result<AmdgpuDevice, Errno> {
+        self.devices.initialize(render_fd)
+    }
+
+    fn amdgpu_device_deinitialize(&self, handle: usize) {
+        self.devices.deinitialize(handle)
+    }
+
+    fn amdgpu_gpu_counter_khz(&self, handle: usize) -> Result<u64, Errno> {
+        self.devices.gpu_counter_khz(handle)
     }
 
     fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), Errno> {
