@@ -213,7 +213,10 @@ int main(void)
 	int dfd = 0;
 	EXPECT(hsaKmtGetAMDGPUDeviceHandle(gpu, &dev) == HSAKMT_STATUS_SUCCESS && dev == NULL);
 	EXPECT(hsaKmtGetAMDGPUDeviceHandle(cpu, &dev) == HSAKMT_STATUS_INVALID_NODE_UNIT);
-	EXPECT(hsaKmtGetAmdGPUDeviceFd(dev, &dfd) == HSAKMT_STATUS_ERROR);
+	EXPECT(hsaKmtGetAMDGPUDeviceHandle(100000, &dev) == HSAKMT_STATUS_INVALID_NODE_UNIT);
+	EXPECT(hsaKmtGetAMDGPUDeviceHandle(gpu, NULL) == HSAKMT_STATUS_INVALID_PARAMETER);
+	EXPECT(hsaKmtGetAmdGPUDeviceFd(dev, &dfd) == HSAKMT_STATUS_ERROR && dfd == -1);
+	EXPECT(hsaKmtGetAmdGPUDeviceFd((HsaAMDGPUDeviceHandle)&dfd, &dfd) == HSAKMT_STATUS_ERROR);
 	EXPECT(hsaKmtSetSigbusDelay(gpu, 10) == HSAKMT_STATUS_NOT_SUPPORTED);
 	EXPECT(hsaKmtSetSigbusDelay(cpu, 10) == HSAKMT_STATUS_INVALID_NODE_UNIT);
 
