@@ -333,6 +333,24 @@ impl Context {
         self.svm().xnack_mode()
     }
 
+    /// hsaKmtOpenSMI (upstream events.c): the node's gpu_id (INVALID_NODE_UNIT for a node
+    /// the snapshot lacks, or before AcquireSystemProperties), then AMDKFD_IOC_SMI_EVENTS; the
+    /// new file descriptor is the caller's. As upstream there is no version check: a KFD older
+    /// than 1.3 answers ENOTTY, and every refusal (a CPU node's gpu_id 0 is the KFD's EINVAL)
+    /// is ERROR.
+    pub fn open_smi(&self, node: u32) -> KmtResult<i32> {
+        let gpu_id = self.node(node)?.0.gpu_id;
+        let mut a = kfd_ioctl_smi_events_args { gpuid: gpu_id, anon_fd: 0 };
+        ioctl_plain(&*self.kfd, &mut a).map_err(|_| Status::ERROR)?;
+        Ok(a.anon_fd as i32)
+    }
+
+    /// The node's gpu_id check of [`Context::open_smi`] alone (the export checks its output
+    /// pointer after it, before anything is opened).
+    pub fn smi_node_check(&self, node: u32) -> KmtResult<()> {
+        self.node(node).map(|_| ())
+    }
+
     pub(crate) fn minor_at_least(&self, minor: u32) -> bool {
         self.version.KernelInterfaceMinorVersion >= minor
     }

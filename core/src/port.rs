@@ -351,4 +351,6 @@ plain_ioctls! {
     /// `r_debug` is stored for a debugger to read back (kfd_ioctl_runtime_enable); neither the
     /// kernel nor a GPU dereferences it.
     kfd_ioctl_runtime_enable_args => AMDKFD_IOC_RUNTIME_ENABLE,
+    /// A gpu_id in, a new file descriptor out.
+    kfd_ioctl_smi_events_args => AMDKFD_IOC_SMI_EVENTS,
 }

@@ -21,6 +21,7 @@ mod plugin;
 pub mod published;
 mod queues;
 pub mod safe;
+mod smi;
 mod svm;
 mod topology;
 
@@ -29,5 +30,6 @@ pub use events::*;
 pub use memory::*;
 pub use openclose::*;
 pub use queues::*;
+pub use smi::*;
 pub use svm::*;
 pub use topology::*;

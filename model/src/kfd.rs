@@ -75,6 +75,7 @@ enum Handler {
     WaveState,
     QueueGws,
     Trap,
+    SmiEvents,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// In the kernel's table, not modelled yet.
@@ -113,7 +114,7 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_GET_DMABUF_INFO, Handler::DmabufInfo),
     (AMDKFD_IOC_IMPORT_DMABUF, Handler::ImportDmabuf),
     (AMDKFD_IOC_ALLOC_QUEUE_GWS, Handler::QueueGws),
-    (AMDKFD_IOC_SMI_EVENTS, Handler::NotModelled),
+    (AMDKFD_IOC_SMI_EVENTS, Handler::SmiEvents),
     (AMDKFD_IOC_SVM, Handler::Svm),
     (AMDKFD_IOC_SET_XNACK_MODE, Handler::SetXnackMode),
     (AMDKFD_IOC_CRIU_OP, Handler::NotModelled),
@@ -346,6 +347,7 @@ impl Model {
             Handler::WaveState => self.ioctl_get_queue_wave_state(buf),
             Handler::QueueGws => self.ioctl_alloc_queue_gws(buf),
             Handler::Trap => self.ioctl_set_trap_handler(buf),
+            Handler::SmiEvents => self.ioctl_smi_events(buf),
             Handler::Deprecated => Err(EPERM),
             Handler::NotModelled => Err(ENOTTY),
         }
@@ -379,6 +381,13 @@ impl Model {
         }
         let held = rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())?;
         st.vms[i] = Some(BoundVm { key, _file: held });
+        // amdgpu_vm_set_task_info, then kfd_process_device_init_vm's PROCESS_START.
+        if st.task.pid == 0 {
+            st.task = crate::smi::TaskInfo::current();
+        }
+        let task = st.task;
+        drop(st);
+        self.smi_process(i, task, true);
         Ok(())
     }
 }

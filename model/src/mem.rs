@@ -622,6 +622,12 @@ impl Model {
     /// doorbell page and the arena are released; VMs and runtime state are dropped.
     pub(crate) fn release_locked(&self, st: &mut Process) {
         self.release_queues();
+        // kfd_process_destroy_pdds: PROCESS_END for each device whose VM was acquired.
+        for (i, vm) in st.vms.iter().enumerate() {
+            if vm.is_some() {
+                self.smi_process(i, st.task, false);
+            }
+        }
         let handles: Vec<u64> = st.mem.bos.keys().copied().collect();
         for h in handles {
             self.release_bo(st, h);

@@ -165,6 +165,9 @@ pub(crate) struct Process {
     pub instance: u64,
     /// SVM ranges and the XNACK mode (`svm.rs`).
     pub svm: crate::svm::SvmState,
+    /// The task amdgpu records for the process's VMs (the thread of the first ACQUIRE_VM):
+    /// what SMI's VMFAULT and PROCESS_START/END report.
+    pub task: crate::smi::TaskInfo,
 }
 
 impl Process {
@@ -182,6 +185,7 @@ impl Process {
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
             svm: Default::default(),
+            task: Default::default(),
         }
     }
 }
@@ -220,6 +224,8 @@ pub struct Model {
     /// A catalogue system's own /proc/cpuinfo and /sys/devices/system/cpu (built on first
     /// use); `None` for a topology directory or tree, whose CPUs are the host's.
     pub(crate) host_cpus: OnceLock<Option<Tree>>,
+    /// SMI event clients of every GPU (`smi.rs`; own lock, a leaf).
+    pub(crate) smi: crate::smi::Smi,
 }
 
 impl Drop for Model {
@@ -303,6 +309,7 @@ impl Model {
             owner: std::sync::atomic::AtomicU32::new(current_pid()),
             instance,
             host_cpus: OnceLock::new(),
+            smi: Default::default(),
         })
     }
 

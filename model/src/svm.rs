@@ -376,7 +376,18 @@ impl Model {
         }
         let first = addr as u64 >> PAGE_SHIFT;
         let last = (addr as u64).saturating_add(len as u64 - 1) >> PAGE_SHIFT;
-        remove_pages(&mut st.svm.ranges, first, last);
+        let removed = remove_pages(&mut st.svm.ranges, first, last);
+        let pid = st.pid;
+        drop(st);
+        // svm_range_unmap_from_cpu → svm_range_unmap_from_gpus: UNMAP_FROM_GPU for each piece,
+        // on every GPU with access or access in place.
+        for (s, l, a) in removed {
+            for g in 0..self.gpus.len().min(128) {
+                if (a.access | a.access_in_place) & (1u128 << g) != 0 {
+                    self.smi_unmap_from_gpu(g, pid, s, l, hsakmt_core::abi::smi::KFD_SVM_UNMAP_TRIGGER_UNMAP_FROM_CPU);
+                }
+            }
+        }
     }
 
     /// Does an SVM range of the process cover any page of `[start, start + size)`?
@@ -645,9 +656,11 @@ impl Model {
 /// Merge neighbouring ranges with equal attributes in the pages `[lo, hi]` (see the module
 /// notes: invisible to GET, keeps the map small).
 /// Take pages `first..=last` out of the ranges; a range covering some of them keeps the rest.
-fn remove_pages(ranges: &mut BTreeMap<u64, (u64, SvmAttrs)>, first: u64, last: u64) {
+/// Returns the pieces taken out: (first page, last page, attributes).
+fn remove_pages(ranges: &mut BTreeMap<u64, (u64, SvmAttrs)>, first: u64, last: u64) -> Vec<(u64, u64, SvmAttrs)> {
     let from = ranges.range(..=first).next_back().filter(|(_, (l, _))| *l >= first).map_or(first, |(k, _)| *k);
     let hit: Vec<(u64, u64, SvmAttrs)> = ranges.range(from..=last).map(|(&s, &(l, a))| (s, l, a)).collect();
+    let mut removed = Vec::with_capacity(hit.len());
     for (s, l, a) in hit {
         ranges.remove(&s);
         if s < first {
@@ -656,7 +669,9 @@ fn remove_pages(ranges: &mut BTreeMap<u64, (u64, SvmAttrs)>, first: u64, last: u
         if l > last {
             ranges.insert(last + 1, (l, a));
         }
+        removed.push((s.max(first), l.min(last), a));
     }
+    removed
 }
 
 fn coalesce(ranges: &mut BTreeMap<u64, (u64, SvmAttrs)>, lo: u64, hi: u64) {

@@ -11,5 +11,6 @@ pub mod ioc;
 #[path = "gen_kfd.rs"]
 pub mod kfd;
 pub mod model;
+pub mod smi;
 
 pub use event_data::EventData;

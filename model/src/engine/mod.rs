@@ -351,6 +351,12 @@ impl Model {
             e => e,
         };
         if let QueueError::Fault(f) = &e {
+            // kfd_int_process_v9 on a fault that is not retried: the SMI VMFAULT event (the
+            // VM's task), then the memory-exception event.
+            if let Some(g) = self.gpu_index(ring.gpu_id) {
+                let task = self.lock().task;
+                self.smi_vmfault(g, task);
+            }
             self.signal_memory_exception(memory_exception(ring.gpu_id, f));
         }
         if logs_errors() {

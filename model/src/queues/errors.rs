@@ -131,6 +131,16 @@ impl Model {
         let errno = if per_queue {
             0
         } else {
+            // kfd_hws_hang → amdgpu_amdkfd_gpu_reset → kgd2kfd_pre_reset: GPU_PRE_RESET, then
+            // kgd2kfd_suspend suspends every process (kfd_process_evict_queues with the
+            // SUSPEND trigger: QUEUE_EVICTION on each of its GPUs); after the reset,
+            // GPU_POST_RESET. The kernel keeps the processes evicted: no QUEUE_RESTORE.
+            self.smi_gpu_reset(q.gpu, false, crate::smi::RESET_CAUSE_HWS);
+            let pid = self.owner.load(Ordering::Relaxed);
+            for g in 0..self.gpus.len() {
+                self.smi_queue_eviction(g, pid, hsakmt_core::abi::smi::KFD_QUEUE_EVICTION_TRIGGER_SUSPEND);
+            }
+            self.smi_gpu_reset(q.gpu, true, "");
             data.reset_type = KFD_HW_EXCEPTION_WHOLE_GPU_RESET as u32;
             data.memory_lost = 1;
             for other in t.queues.values_mut().filter(|o| o.gpu == q.gpu) {
