@@ -751,6 +751,22 @@ fn queue_errors_from_c() {
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queue_errors: OK"), "valgrind:\n{}", show(&o));
 }
 
+/// SMI events through hsaKmtOpenSMI (ffi/tests/c/smi.c): statuses, an empty file, a GPU page
+/// fault (VMFAULT naming this process), a whole-GPU reset (GPU_PRE_RESET, QUEUE_EVICTION with
+/// the SUSPEND trigger, GPU_POST_RESET), UNMAP_FROM_GPU where the CWSR area is an SVM range,
+/// PROCESS_END after CloseKFD; and ERROR on a KFD older than 1.3.
+#[test]
+fn smi_events_from_c() {
+    let s = setup();
+    let e = exe(s, "smi");
+    for (model, svm_cwsr) in [("mi210", "1"), ("mi300x", "1"), ("mi25", "0")] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model).env("EXPECT_SVM_CWSR", svm_cwsr));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("smi: OK"), "{model}:\n{}", show(&o));
+    }
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_KFD_VERSION", "1.2").env("SMI_OLD_KFD", "1"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("smi: OK"), "KFD 1.2:\n{}", show(&o));
+}
+
 /// The queues C test under valgrind (the watcher thread running the engines, doorbells, the
 /// GPU page fault, close with a live queue): no memory errors and nothing definitely lost.
 #[test]
