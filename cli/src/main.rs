@@ -1,6 +1,7 @@
 //! kmtinfo: what the thunk sees — nodes, memory, caches, links and a link matrix — through
 //! the same hsaKmt* calls a C program makes. Without /dev/kfd it runs on the built-in model.
 
+mod events;
 mod json;
 mod report;
 mod smoke;
@@ -9,6 +10,7 @@ mod smoke_aql;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: kmtinfo [--json] [--topology DIR] [--model NAME] [--list-models] [--smoke]
+               [--events NAMES [--count N] [--timeout SECONDS] [--fault]]
 
   --json           print the report as JSON
   --topology DIR   run on the software model serving the sysfs-layout tree DIR
@@ -17,6 +19,12 @@ const USAGE: &str = "usage: kmtinfo [--json] [--topology DIR] [--model NAME] [--
   --list-models    list the built-in model systems
   --smoke          run a dispatch smoke test on the first GPU (SDMA, PM4 and AQL queues,
                    events) and print each step's latency
+  --events NAMES   watch SMI events on every GPU, like `amd-smi event`: NAMES is a comma-
+                   separated list (all, VMFAULT, THERMAL_THROTTLE, GPU_PRE_RESET,
+                   GPU_POST_RESET, MIGRATE_START, MIGRATE_END, PAGE_FAULT_START,
+                   PAGE_FAULT_END, QUEUE_EVICTION, QUEUE_RESTORE, UNMAP_FROM_GPU,
+                   PROCESS_START, PROCESS_END); until Ctrl-C, --count N events or
+                   --timeout SECONDS; --fault makes kmtinfo cause a GPU page fault itself
 
 Without /dev/kfd and without a model variable, kmtinfo runs on the built-in model.";
 
@@ -26,10 +34,24 @@ struct Args {
     model: Option<String>,
     list: bool,
     smoke: bool,
+    events: Option<String>,
+    count: Option<u64>,
+    timeout: Option<f64>,
+    fault: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { json: false, topology: None, model: None, list: false, smoke: false };
+    let mut a = Args {
+        json: false,
+        topology: None,
+        model: None,
+        list: false,
+        smoke: false,
+        events: None,
+        count: None,
+        timeout: None,
+        fault: false,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -38,6 +60,12 @@ fn parse_args() -> Result<Args, String> {
             "--model" => a.model = Some(it.next().ok_or("--model needs a name")?),
             "--list-models" => a.list = true,
             "--smoke" => a.smoke = true,
+            "--events" => a.events = Some(it.next().ok_or("--events needs event names (or all)")?),
+            "--count" => a.count = Some(it.next().and_then(|v| v.parse().ok()).ok_or("--count needs a number")?),
+            "--timeout" => {
+                a.timeout = Some(it.next().and_then(|v| v.parse().ok()).filter(|t: &f64| *t >= 0.0).ok_or("--timeout needs seconds")?)
+            }
+            "--fault" => a.fault = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -62,7 +90,27 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    if args.events.is_none() && (args.count.is_some() || args.timeout.is_some() || args.fault) {
+        eprintln!("kmtinfo: --count, --timeout and --fault go with --events\n{USAGE}");
+        return ExitCode::from(2);
+    }
     let backend_line = choose_backend(&args);
+    if let Some(names) = &args.events {
+        println!("{backend_line}");
+        let o = events::Options {
+            names: names.clone(),
+            count: args.count,
+            timeout: args.timeout.map(std::time::Duration::from_secs_f64),
+            fault: args.fault,
+        };
+        return match events::run(&o) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kmtinfo --events: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.smoke {
         println!("{backend_line}");
         return match smoke::run() {

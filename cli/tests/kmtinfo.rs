@@ -110,3 +110,32 @@ fn smoke_rejects_an_unknown_model() {
     let o = kmtinfo(&["--smoke", "--model", "nope"], &[]);
     assert!(!o.status.success());
 }
+
+/// `--events` watches SMI events: with `--fault` kmtinfo's own SDMA FENCE to an unmapped
+/// address is a VMFAULT record naming kmtinfo's pid (hex) and task; an event not asked for
+/// is not printed; `--timeout` ends a quiet watch; unknown names are refused.
+#[test]
+fn events_shows_a_gpu_page_fault() {
+    let o = kmtinfo(&["--model", "mi210", "--events", "vmfault,gpu_pre_reset", "--fault", "--count", "1", "--timeout", "20"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("mask 0x5)"), "{out}");
+    let line = out.lines().find(|l| l.contains(": VMFAULT ")).unwrap_or_else(|| panic!("no VMFAULT line:\n{out}"));
+    let msg = line.split(": VMFAULT ").nth(1).unwrap_or_default();
+    let (pid, task) = msg.split_once(':').unwrap_or_else(|| panic!("{line}"));
+    assert!(u32::from_str_radix(pid, 16).is_ok_and(|p| p > 0), "{line}");
+    assert_eq!(task, "kmtinfo", "{line}");
+    assert!(!out.contains("timeout:"), "{out}");
+
+    // Without the fault, and not asking for VMFAULT: nothing within the timeout.
+    let o = kmtinfo(&["--model", "mi210", "--events", "QUEUE_RESTORE", "--fault", "--timeout", "0.5"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("timeout: 0 event(s)") && !out.contains("VMFAULT"), "{out}");
+
+    let o = kmtinfo(&["--model", "mi210", "--events", "nonsense"], &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown SMI event nonsense"));
+    let o = kmtinfo(&["--count", "1"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
