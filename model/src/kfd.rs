@@ -18,7 +18,7 @@
 //! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
 //!
 //! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`, the queue ioctls in
-//! `queues.rs`, SVM and XNACK in `svm.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
+//! `queues.rs`, SVM and XNACK in `svm.rs`, SMI_EVENTS in `smi.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
 //! header + nattr attributes in the request's size field, and the whole of it is copied in and
 //! back.
 
