@@ -13,6 +13,11 @@ use std::ffi::{c_int, c_void, CStr, CString};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
+/// Our plugins' `hsakmt_rs_get_model_functions(major)`: the table of that interface major (they
+/// answer upstream's 0.4 under the plain export unless told otherwise).
+const GET_MODEL_FUNCTIONS_BY_MAJOR: &CStr = c"hsakmt_rs_get_model_functions";
+type GetModelFunctionsByMajor = unsafe extern "C" fn(u32) -> *const c_void;
+
 /// Our plugins' `hsakmt_model_take_fork_handlers` (an optional export, see hsakmt_model::plugin).
 const TAKE_FORK_HANDLERS: &CStr = c"hsakmt_model_take_fork_handlers";
 type TakeForkHandlers = unsafe extern "C" fn(*mut Option<extern "C" fn()>, *mut Option<extern "C" fn()>) -> c_int;
@@ -117,15 +122,32 @@ impl PluginKfd {
             return Err(dl_error());
         }
         take_fork_handlers(handle);
+        // Our plugins serve two interfaces under the plain export (upstream ROCm's 0.4 by
+        // default); their own export hands out the 1.x table we speak, whatever the environment
+        // says. Other plugins have only the plain export.
         // SAFETY: handle is valid; the symbol name is a C string constant.
-        let sym = unsafe { dlsym(handle, GET_HSAKMT_MODEL_FUNCTIONS.as_ptr()) };
-        if sym.is_null() {
-            return Err("no get_hsakmt_model_functions export".into());
-        }
-        // SAFETY: the interface defines this export's type as GetHsakmtModelFunctions.
-        let get: GetHsakmtModelFunctions = unsafe { std::mem::transmute::<*mut c_void, GetHsakmtModelFunctions>(sym) };
-        // SAFETY: calling the plugin's entry point as the interface specifies.
-        let tp = unsafe { get() };
+        let ours = unsafe { dlsym(handle, GET_MODEL_FUNCTIONS_BY_MAJOR.as_ptr()) };
+        let tp = if ours.is_null() {
+            std::ptr::null()
+        } else {
+            // SAFETY: our plugins define this export with this type.
+            let get = unsafe { std::mem::transmute::<*mut c_void, GetModelFunctionsByMajor>(ours) };
+            // SAFETY: the entry point returns a static table or NULL.
+            unsafe { get(HSAKMT_MODEL_INTERFACE_VERSION_MAJOR) }.cast::<HsakmtModelFunctions>()
+        };
+        let tp = if tp.is_null() {
+            // SAFETY: handle is valid; the symbol name is a C string constant.
+            let sym = unsafe { dlsym(handle, GET_HSAKMT_MODEL_FUNCTIONS.as_ptr()) };
+            if sym.is_null() {
+                return Err("no get_hsakmt_model_functions export".into());
+            }
+            // SAFETY: the interface defines this export's type as GetHsakmtModelFunctions.
+            let get: GetHsakmtModelFunctions = unsafe { std::mem::transmute::<*mut c_void, GetHsakmtModelFunctions>(sym) };
+            // SAFETY: calling the plugin's entry point as the interface specifies.
+            unsafe { get() }
+        } else {
+            tp
+        };
         if tp.is_null() {
             return Err("get_hsakmt_model_functions returned NULL".into());
         }
@@ -133,7 +155,10 @@ impl PluginKfd {
         // SAFETY: the plugin returned a pointer to its static table.
         let (major, minor) = unsafe { ((*tp).version_major, (*tp).version_minor) };
         if major != HSAKMT_MODEL_INTERFACE_VERSION_MAJOR {
-            return Err(format!("model interface {major}.{minor} is not supported (need {HSAKMT_MODEL_INTERFACE_VERSION_MAJOR}.x)"));
+            return Err(format!(
+                "model interface {major}.{minor} is not supported (need {HSAKMT_MODEL_INTERFACE_VERSION_MAJOR}.x; 0.x plugins serve \
+                 upstream libhsakmt's own KFD emulation)"
+            ));
         }
         // SAFETY: a 1.x table has at least create_memfd and handle_ioctl; handle_drm_call
         // exists from 1.1 on, so a 1.0 table is read without it.

@@ -8,7 +8,8 @@
 //!   / atomics reach memory by GPU virtual address with faults instead of crashes. IPC handles
 //!   and dmabufs work across `fork` (design notes in `devmem.rs`).
 //! - The crate also builds as a plugin .so exporting `get_hsakmt_model_functions`
-//!   (upstream's hsakmtmodeliface.h 1.1), see [`plugin`].
+//!   (hsakmtmodeliface.h 0.4 as upstream ROCm ships it, see [`plugin04`], or 1.1, where the
+//!   plugin is the KFD), see [`plugin`] and model/PLUGIN.md.
 
 pub mod catalogue;
 mod devmem;
@@ -21,6 +22,7 @@ mod kfd;
 mod mem;
 mod model;
 pub mod plugin;
+pub mod plugin04;
 mod port;
 mod queues;
 mod rangealloc;
@@ -38,7 +40,7 @@ pub use drm::{marketing_name, DRM_VERSION};
 pub use gpu::{AtomicOp, GpuFault, GpuFaultKind, GpuWord};
 pub use kfd::{available_memory, ioctl_count};
 pub use model::{parse_version, Model, ModelConfig, ModelError, TopologySource, DEFAULT_KFD_VERSION};
-pub use plugin::{get_hsakmt_model_functions, HsakmtModelFunctions};
+pub use plugin::{get_hsakmt_model_functions, hsakmt_rs_get_model_functions, HsakmtModelFunctions};
 pub use queues::{QueueInfo, ENOTSUPP};
 pub use smi::{smi_event_visible, RESET_CAUSE_HWS, SMI_FIFO_BYTES, SMI_MSG_BYTES};
 pub use svm::xnack_mode;

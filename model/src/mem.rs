@@ -769,6 +769,58 @@ impl Model {
         Ok(())
     }
 
+    /// Make `[va, va + size)` of GPU `g` reach process memory at `host` (upstream's model
+    /// interface 0.4: an allocation in the global aperture, see `plugin04.rs`). Unlike a userptr
+    /// BO the range is not checked against the process's mappings now: the client maps its pages
+    /// after announcing them, and an access to a page it has not mapped (or has mapped
+    /// PROT_NONE) is a checked copy that fails, so the engine sees a GPU fault, never a host
+    /// crash. EINVAL: misaligned, empty, beyond the GPU's VM, or overlapping a mapping.
+    /// Returns the BO handle for [`Model::unmap_host_window`].
+    pub(crate) fn map_host_window(&self, g: usize, va: u64, size: u64, host: u64, writable: bool) -> Result<u64, i32> {
+        let gpu = self.gpus.get(g).ok_or(EINVAL)?;
+        if size == 0 || (va | size | host) & (PAGE - 1) != 0 {
+            return Err(EINVAL);
+        }
+        let end = va.checked_add(size).ok_or(EINVAL)?;
+        host.checked_add(size).ok_or(EINVAL)?;
+        if end > gpu.vm_size() {
+            return Err(EINVAL);
+        }
+        let gpu_id = gpu.gpu_id;
+        let mut st = self.lock();
+        if let Some((_, p)) = st.mem.gpus[g].pt.range(..end).next_back() {
+            if p.end > va {
+                return Err(EINVAL);
+            }
+        }
+        let idr = st.mem.gpus[g].idr.alloc().ok_or(ENOMEM)?;
+        let handle = handle_of(gpu_id, idr);
+        let flags = F_USERPTR | if writable { F_WRITABLE } else { 0 };
+        let usage = Usage { gpu: g, ..Usage::default() };
+        let bo = Bo {
+            gpu: g,
+            flags,
+            size,
+            va,
+            backing: Backing::User { addr: host },
+            mapped: 1u128 << (g % MAX_GPUS),
+            ipc: None,
+            usage,
+            kmap: None,
+        };
+        st.mem.bos.insert(handle, bo);
+        st.mem.gpus[g].pt.insert(va, Pte { end, handle, bo_offset: 0, writable, executable: true });
+        Ok(handle)
+    }
+
+    /// Undo [`Model::map_host_window`]: the mapping and its BO are gone.
+    pub(crate) fn unmap_host_window(&self, handle: u64) {
+        let mut st = self.lock();
+        if st.mem.bos.get(&handle).is_some_and(|b| matches!(b.backing, Backing::User { .. }) && b.ipc.is_none()) {
+            self.release_bo(&mut st, handle);
+        }
+    }
+
     /// AVAILABLE_MEMORY.
     pub(crate) fn ioctl_available(&self, buf: &mut [u8]) -> Result<(), i32> {
         let mut a: kfd_ioctl_get_available_memory_args = get(buf);

@@ -226,7 +226,14 @@ pub struct Model {
     pub(crate) host_cpus: OnceLock<Option<Tree>>,
     /// SMI event clients of every GPU (`smi.rs`; own lock, a leaf).
     pub(crate) smi: crate::smi::Smi,
+    /// Where the engines' interrupts go instead of the KFD's events (upstream's model interface
+    /// 0.4, `plugin04.rs`: the client's `set_event` callback, called with the context id, which
+    /// is the event id). Set once, before any queue runs.
+    pub(crate) irq_sink: OnceLock<IrqSink>,
 }
+
+/// An interrupt consumer: called with the interrupt's context id (masked to its valid bits).
+pub(crate) type IrqSink = Box<dyn Fn(u32) + Send + Sync>;
 
 impl Drop for Model {
     fn drop(&mut self) {
@@ -310,6 +317,7 @@ impl Model {
             instance,
             host_cpus: OnceLock::new(),
             smi: Default::default(),
+            irq_sink: OnceLock::new(),
         })
     }
 

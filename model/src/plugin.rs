@@ -1,7 +1,16 @@
-//! The model as a plugin .so: `get_hsakmt_model_functions` returns upstream's
-//! hsakmtmodeliface.h 1.1 table. The plugin's model is created on first use from the
-//! environment (`HSA_MODEL_TOPOLOGY`, `HSAKMT_MODEL`, `HSAKMT_MODEL_KFD_VERSION`); if that
-//! fails, the reason is printed once on stderr and every entry point fails with EINVAL.
+//! The model as a plugin .so serving two interfaces of hsakmtmodeliface.h (see model/PLUGIN.md):
+//!
+//! - 0.4 (upstream ROCm's, `plugin04.rs`): the client thunk emulates the KFD and gives the
+//!   plugin the GPU (aperture, allocations, queues, events).
+//! - 1.1 (this module's table): the plugin IS the KFD (`create_memfd`, `handle_ioctl`,
+//!   `handle_drm_call`). Its model is created on first use from the environment
+//!   (`HSA_MODEL_TOPOLOGY`, `HSAKMT_MODEL`, `HSAKMT_MODEL_KFD_VERSION`); if that fails, the
+//!   reason is printed once on stderr and every entry point fails with EINVAL.
+//!
+//! Both kinds of client call the same export, `get_hsakmt_model_functions`, and neither tells
+//! which interface it speaks, so the plain export answers 0.4 (what every released HSA runtime's
+//! thunk asks for) unless `HSAKMT_MODEL_INTERFACE=1.1` says otherwise. Our own thunk asks for
+//! what it speaks by name: `hsakmt_rs_get_model_functions(major)`.
 
 use crate::model::Model;
 use hsakmt_core::abi::model::{HSAKMT_MODEL_INTERFACE_VERSION_MAJOR, HSAKMT_MODEL_INTERFACE_VERSION_MINOR};
@@ -113,8 +122,36 @@ pub unsafe extern "C" fn hsakmt_model_take_fork_handlers(
     0
 }
 
-/// The plugin entry point (`get_hsakmt_model_functions_t`).
+/// The interface the plain export answers: `HSAKMT_MODEL_INTERFACE` = `0.4` (or `0`, the
+/// default when unset or empty) or `1.1` (or `1`). Another value is reported on stderr and the
+/// default is used: the export must never return NULL (upstream's thunk does not check).
+pub fn env_interface_major() -> u32 {
+    match std::env::var("HSAKMT_MODEL_INTERFACE").as_deref().map(str::trim) {
+        Err(_) | Ok("") | Ok("0") | Ok("0.4") => 0,
+        Ok("1") | Ok("1.1") => 1,
+        Ok(v) => {
+            eprintln!("hsakmt-model: HSAKMT_MODEL_INTERFACE={v} is neither 0.4 nor 1.1; answering 0.4");
+            0
+        }
+    }
+}
+
+/// The plugin entry point (`get_hsakmt_model_functions_t`): the 0.4 table
+/// ([`crate::plugin04::ModelFunctions04`]), or with `HSAKMT_MODEL_INTERFACE=1.1` the 1.1 table
+/// ([`HsakmtModelFunctions`]). Both begin with `u32 version_major, version_minor`.
 #[no_mangle]
-pub extern "C" fn get_hsakmt_model_functions() -> *const HsakmtModelFunctions {
-    &MODEL_FUNCTIONS
+pub extern "C" fn get_hsakmt_model_functions() -> *const c_void {
+    hsakmt_rs_get_model_functions(env_interface_major())
+}
+
+/// Ours: the table of interface major `major` (0: 0.4, 1: 1.1), whatever the environment
+/// says; NULL for another major. A loader that knows this export calls it first and falls back
+/// to `get_hsakmt_model_functions` (another plugin).
+#[no_mangle]
+pub extern "C" fn hsakmt_rs_get_model_functions(major: u32) -> *const c_void {
+    match major {
+        0 => (&crate::plugin04::MODEL_FUNCTIONS_04 as *const crate::plugin04::ModelFunctions04).cast(),
+        HSAKMT_MODEL_INTERFACE_VERSION_MAJOR => (&MODEL_FUNCTIONS as *const HsakmtModelFunctions).cast(),
+        _ => std::ptr::null(),
+    }
 }

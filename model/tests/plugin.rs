@@ -3,7 +3,7 @@
 
 use hsakmt_core::abi::kfd::*;
 use hsakmt_core::abi::model::{drm_cmd, GetHsakmtModelFunctions, HsakmtModelFunctions};
-use hsakmt_model::{get_hsakmt_model_functions, Model, ModelConfig, ModelError};
+use hsakmt_model::{get_hsakmt_model_functions, hsakmt_rs_get_model_functions, Model, ModelConfig, ModelError};
 use std::ffi::{c_void, CString};
 use std::os::fd::{FromRawFd, OwnedFd};
 use zerocopy::{FromZeros, IntoBytes};
@@ -92,12 +92,30 @@ fn plugin_environment_and_fork() {
     assert_eq!(m.gpus().len(), 1);
     assert_eq!(m.gpus()[0].gpu_id, 13261);
 
-    // --- the in-crate plugin table (its global model comes from this environment: mi25, 1.14)
-    // SAFETY: the export returns a pointer to a static table.
-    let t = unsafe { &*get_hsakmt_model_functions() };
-    check_table(t, 1);
+    // --- the in-crate plugin tables (the 1.1 table's global model comes from this environment:
+    // mi25, 1.14). Our thunk's export names the interface; the plain export answers 0.4 unless
+    // HSAKMT_MODEL_INTERFACE says 1.1.
+    // SAFETY: the exports return pointers to static tables (1.1, and 0.4 whose header is the
+    // same two u32).
+    unsafe {
+        check_table(&*hsakmt_rs_get_model_functions(1).cast::<HsakmtModelFunctions>(), 1);
+        assert!(hsakmt_rs_get_model_functions(2).is_null(), "no interface 2.x");
+        let v04 = &*hsakmt_rs_get_model_functions(0).cast::<hsakmt_model::plugin04::ModelFunctions04>();
+        assert_eq!((v04.version_major, v04.version_minor), (0, 4));
+        assert!(v04.create.is_some() && v04.register_queue.is_some() && v04.destroy_queue.is_some());
+        let header = |p: *const c_void| (*p.cast::<u32>(), *p.cast::<u32>().add(1));
+        std::env::remove_var("HSAKMT_MODEL_INTERFACE");
+        assert_eq!(header(get_hsakmt_model_functions()), (0, 4), "the plain export's default");
+        for (v, want) in [("1.1", (1, 1)), ("1", (1, 1)), ("0.4", (0, 4)), ("", (0, 4)), ("7.7", (0, 4))] {
+            std::env::set_var("HSAKMT_MODEL_INTERFACE", v);
+            assert_eq!(header(get_hsakmt_model_functions()), want, "HSAKMT_MODEL_INTERFACE={v}");
+        }
+        std::env::set_var("HSAKMT_MODEL_INTERFACE", "1.1");
+        check_table(&*get_hsakmt_model_functions().cast::<HsakmtModelFunctions>(), 1);
+    }
 
-    // --- the built .so, through dlopen, as libhsakmt loads it
+    // --- the built .so, through dlopen, as libhsakmt loads it (HSAKMT_MODEL_INTERFACE=1.1 is
+    // still set: a 1.1 thunk that knows only the plain export)
     if let Some(lib) = cdylib() {
         let name = CString::new(lib.to_str().unwrap()).unwrap();
         // SAFETY: dlopen/dlsym with valid C strings; the library stays loaded.
@@ -110,10 +128,15 @@ fn plugin_environment_and_fork() {
             let tp = get();
             assert!(!tp.is_null());
             check_table(&*tp, 1);
+            let sym = libc::dlsym(h, c"hsakmt_rs_get_model_functions".as_ptr());
+            assert!(!sym.is_null(), "our thunk's export");
+            let get = std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const c_void>(sym);
+            check_table(&*get(1).cast::<HsakmtModelFunctions>(), 1);
         }
     } else {
         eprintln!("libhsakmt_model.so not found next to the test binary; dlopen check skipped");
     }
+    std::env::remove_var("HSAKMT_MODEL_INTERFACE");
 
     // --- fork: the child may not use the parent's KFD (EBADF) until it opens its own.
     let m = Model::new(ModelConfig::catalogue("mi25")).unwrap();

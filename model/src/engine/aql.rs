@@ -155,6 +155,9 @@ fn complete(x: &Exec<'_>, handle: u64, start: u64) -> Result<(), Halt> {
     if mailbox != 0 {
         x.store(mailbox, u64::from(event_id), Ordering::Release)?;
         x.interrupt(event_id, 32);
+    } else if event_id != 0 && x.events_by_id() {
+        // Interface 0.4: no event page, the event id alone names the event.
+        x.interrupt(event_id, 32);
     }
     Ok(())
 }

@@ -267,8 +267,20 @@ impl Exec<'_> {
     fn deliver_interrupts(&self) {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         for (context_id, valid_bits) in pending {
-            self.m.signal_event_interrupt(context_id, valid_bits);
+            match self.m.irq_sink.get() {
+                // Interface 0.4: the client's events, named by the context id.
+                Some(sink) => sink(context_id & valid_mask(valid_bits)),
+                None => {
+                    self.m.signal_event_interrupt(context_id, valid_bits);
+                }
+            }
         }
+    }
+
+    /// Do interrupts name events directly (model interface 0.4, where the client keeps no event
+    /// page: amd_signal_t.event_mailbox_ptr is 0 and the interrupt alone carries `event_id`)?
+    pub fn events_by_id(&self) -> bool {
+        self.m.irq_sink.get().is_some()
     }
 
     /// The GPU clock counter (the one GET_CLOCK_COUNTERS reports).
@@ -284,6 +296,15 @@ impl Exec<'_> {
 
     pub fn budget_left(&self) -> bool {
         self.steps < self.budget
+    }
+}
+
+/// The low `bits` bits.
+fn valid_mask(bits: u32) -> u32 {
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
     }
 }
 
