@@ -1,6 +1,7 @@
 //! The model plugin table of hsakmtmodeliface.h, interface 1.1: a software KFD exports
-//! `get_hsakmt_model_functions` returning this. (The ABI tables record the retired 0.4
-//! table as `hsakmt::hsakmt_model_functions`; 1.0 replaced it with memfd + raw ioctls.)
+//! `get_hsakmt_model_functions` returning this. (The ABI tables record the 0.4 table, still
+//! upstream ROCm's, as `hsakmt::hsakmt_model_functions`; 1.0 replaced it with memfd + raw ioctls.
+//! Our model plugin serves both, see model/PLUGIN.md.)
 
 use core::ffi::{c_int, c_uint, c_ulong, c_void};
 
