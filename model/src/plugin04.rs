@@ -443,7 +443,11 @@ fn run_queue(m: &Model, ring: &RingDesc, src: WriteSource, stop: &AtomicBool) {
         if write != p.read || blocked {
             let before = (p.read, p.ib_stack.len(), p.ib_dwords);
             let end = catch_unwind(AssertUnwindSafe(|| m.engine_run(ring, &mut p, write, BUDGET))).unwrap_or_else(|_| {
-                p.error = Some(QueueError::BadPacket { at: p.read, what: "the engine panicked" });
+                p.error = Some(QueueError::BadPacket {
+                    at: p.read,
+                    what: "the engine panicked",
+                    ec: hsakmt_core::abi::kfd::EC_QUEUE_PACKET_VENDOR_UNSUPPORTED,
+                });
                 RunEnd::Stopped
             });
             match end {
@@ -532,6 +536,8 @@ unsafe extern "C" fn register_queue(model: *mut c_void, info: *mut QueueInfo04) 
             ring_bytes: u64::from(q.ring_size),
             rptr_va: q.read_pointer_address,
             wptr_va: q.write_pointer_address,
+            // Upstream's thunk gives the plugin no context save area: no CWSR error word.
+            ctx_va: 0,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let (m, s) = (d.model.clone(), stop.clone());
