@@ -79,6 +79,8 @@ pub struct Context {
     events: Events,
     /// Queues (`queue.rs`).
     queues: Queues,
+    /// Performance counters (`pmc`).
+    pmc: crate::pmc::Pmc,
 }
 
 /// A libdrm_amdgpu device on a render node of this context.
@@ -120,6 +122,7 @@ impl Context {
             amdgpu_devices: Vec::new(),
             events: Default::default(),
             queues: Default::default(),
+            pmc: Default::default(),
         })
     }
 
@@ -863,6 +866,96 @@ impl Context {
     }
 
     /// The memory manager's invariants hold (no overlapping BOs, consistent indexes).
+    // ---- Performance counters (upstream perfctr.c; the rules are in `pmc`).
+
+    /// The node's gpu_id and PMC table (INVALID_NODE_UNIT for an unknown node; the table
+    /// selection's INVALID_PARAMETER for a CPU node or a GPU upstream has no table for).
+    fn pmc_node(&self, node: u32) -> KmtResult<(u32, KmtResult<crate::pmc::Asic>)> {
+        let (n, _) = self.node(node)?;
+        Ok((n.gpu_id, crate::pmc::select(crate::queue::gfxv(&n.props), n.props.DeviceId)))
+    }
+
+    fn kfd_version(&self) -> (u32, u32) {
+        (self.version.KernelInterfaceMajorVersion, self.version.KernelInterfaceMinorVersion)
+    }
+
+    /// hsaKmtPmcGetCounterProperties: built once per node and kept until close, as upstream
+    /// (the pointer stays valid that long). A counter the backend counts itself is
+    /// PRIVILEGED_IMMEDIATE, every other NONPRIV_IMMEDIATE (upstream's type for all).
+    pub fn pmc_counter_properties(&mut self, node: u32) -> KmtResult<*const HsaCounterProperties> {
+        let (gpu_id, asic) = self.pmc_node(node)?;
+        if let Some(p) = self.pmc.cached_properties(node) {
+            return Ok(p);
+        }
+        let kfd = &*self.kfd;
+        let words = crate::pmc::build_properties(asic?, |b, id| {
+            if kfd.pmc_counter(gpu_id, b, id).is_some() {
+                HSA_PROFILE_TYPE_PRIVILEGED_IMMEDIATE
+            } else {
+                HSA_PROFILE_TYPE_NONPRIV_IMMEDIATE
+            }
+        });
+        Ok(self.pmc.cache_properties(node, words))
+    }
+
+    /// The node's PMC table (for tools: kmtinfo lists it).
+    pub fn pmc_table(&self, node: u32) -> KmtResult<crate::pmc::Asic> {
+        self.pmc_node(node)?.1
+    }
+
+    /// Which `AMDKFD_IOC_PROFILER` the KFD offers and its profiler version (probed once).
+    pub fn pmc_profiler(&mut self) -> Option<(crate::pmc::ProfilerIoctl, u32)> {
+        let v = self.kfd_version();
+        self.pmc.profiler(&*self.kfd, v)
+    }
+
+    pub fn pmc_register(&mut self, node: u32, reqs: &[crate::pmc::CounterReq]) -> KmtResult<crate::pmc::Registered> {
+        let (gpu_id, asic) = self.pmc_node(node)?;
+        self.pmc.register(gpu_id, asic.ok(), reqs)
+    }
+
+    pub fn pmc_unregister(&mut self, node: u32, token: u64) -> KmtResult<()> {
+        if token == 0 {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        let (gpu_id, _) = self.pmc_node(node)?;
+        if self.pmc.trace_gpu(token)? != gpu_id {
+            return Err(Status::INVALID_NODE_UNIT);
+        }
+        self.pmc.unregister(&*self.kfd, token)
+    }
+
+    pub fn pmc_acquire(&mut self, node: u32, token: u64) -> KmtResult<()> {
+        self.pmc.trace_gpu(token)?;
+        let _table = self.pmc_node(node)?;
+        let v = self.kfd_version();
+        self.pmc.acquire(&*self.kfd, v, token)
+    }
+
+    pub fn pmc_release(&mut self, token: u64) -> KmtResult<()> {
+        self.pmc.release(&*self.kfd, token)
+    }
+
+    pub fn pmc_start(&mut self, token: u64, buf: u64, size: u64) -> KmtResult<()> {
+        if token == 0 || buf == 0 || size == 0 {
+            return Err(Status::INVALID_PARAMETER);
+        }
+        self.pmc.start(&*self.kfd, token, buf, size)
+    }
+
+    /// The trace's buffer address and the values QueryTrace writes there, in order.
+    pub fn pmc_query(&mut self, token: u64, out: &mut alloc::vec::Vec<u64>) -> KmtResult<u64> {
+        self.pmc.query(&*self.kfd, token, out)
+    }
+
+    pub fn pmc_stop(&mut self, token: u64) -> KmtResult<()> {
+        self.pmc.stop(&*self.kfd, token)
+    }
+
+    pub fn pmc_live_traces(&self) -> usize {
+        self.pmc.live_traces()
+    }
+
     pub fn check_memory_invariants(&self) -> Result<(), &'static str> {
         self.acquired.as_ref().map_or(Ok(()), |a| a.memory.check())
     }
@@ -875,6 +968,7 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        self.pmc.release_all(&*self.kfd);
         self.release_system_properties();
         // Each render node's libdrm device goes with its fd (upstream deinitializes them where
         // it drops its render fds: in a forked child before it reopens).

@@ -11,6 +11,7 @@ pub mod event;
 pub mod fmm;
 pub mod memory;
 pub mod packet;
+pub mod pmc;
 pub mod port;
 pub mod queue;
 pub mod status;

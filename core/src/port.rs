@@ -168,6 +168,15 @@ pub trait Kfd: Send + Sync {
         None
     }
 
+    /// The current value of counter `counter_id` of perf block `block` (upstream's
+    /// `enum perf_block_id`) of GPU `gpu_id`, when the backend counts it itself (the thunk then
+    /// reports it as a privileged counter and reads it for PMC traces); `None` otherwise. The
+    /// kernel's port counts none (the runtime programs the GPU's counters with PM4); the model
+    /// counts what its GPU does (model/COUNTERS.md). Must be cheap and allocation-free.
+    fn pmc_counter(&self, _gpu_id: u32, _block: u32, _counter_id: u64) -> Option<u64> {
+        None
+    }
+
     // ---- libdrm_amdgpu devices. Upstream calls `amdgpu_device_initialize` on every render node
     // it opens and hands that `amdgpu_device_handle` out through hsaKmtGetAMDGPUDeviceHandle; the
     // HSA runtime then asks libdrm about the GPU through it (its wall-clock frequency among

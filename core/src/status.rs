@@ -127,4 +127,5 @@ errnos!(
     ETIME,
     EOPNOTSUPP,
     ETIMEDOUT,
+    EALREADY,
 );
