@@ -283,6 +283,9 @@ impl Kfd for SharedModel {
     fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
         self.model.gpu_counter_khz(gpu_id)
     }
+    fn pmc_counter(&self, gpu_id: u32, block: u32, counter_id: u64) -> Option<u64> {
+        self.model.pmc_counter(gpu_id, block, counter_id)
+    }
     fn prefault_user_range(&self, addr: usize, len: usize) -> Result<(), hsakmt_core::Errno> {
         // The model runs in this process: its user pages are this process's.
         hsakmt_linux::prefault(addr, len)

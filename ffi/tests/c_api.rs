@@ -657,6 +657,34 @@ fn svm_from_c() {
     }
 }
 
+/// Performance counters from C (ffi/tests/c/pmc.c): counter properties against upstream's vega
+/// table, a traced SDMA copy whose counter deltas equal what was submitted, every bad input,
+/// a forked process finding the access held, nothing left held. Through both forms of
+/// AMDKFD_IOC_PROFILER (amdgpu-dkms's at KFD 1.22, mainline's at 1.23) and with none (no
+/// DKMS ioctls, KFD 1.22: no arbitration, as upstream today, so the child's acquire succeeds —
+/// the program is told by `PMC_NO_LOCK`).
+#[test]
+fn pmc_from_c() {
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("pmc.c"), "pmc", true, &[]);
+    for (model, kfd, dkms) in [("mi300x", "1.22", "1"), ("mi210", "1.23", "0"), ("mi300x", "1.22", "0")] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model).env("HSAKMT_MODEL_KFD_VERSION", kfd).env("HSAKMT_MODEL_DKMS", dkms));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let no_lock = kfd == "1.22" && dkms == "0";
+        if no_lock {
+            // Without a profiler ioctl nothing arbitrates: the forked child acquires too, and the
+            // program reports exactly that one check (line of `run_child(gpu, 1)`).
+            assert!(
+                !o.status.success() && stdout.matches("FAIL").count() == 1 && stdout.contains("run_child(gpu, 1) == 0"),
+                "{model} {kfd}:\n{}",
+                show(&o)
+            );
+        } else {
+            assert!(o.status.success() && stdout.contains("pmc: OK"), "{model} {kfd} dkms={dkms}:\n{}", show(&o));
+        }
+    }
+}
+
 /// Events from C: signal events (auto and manual reset) and their event-page slots, set /
 /// query / reset, timeouts of 0, 30 ms and infinite, wait-any / wait-all, ages, a second thread
 /// setting while the main thread waits, other event types, and bad input (NULL, foreign and

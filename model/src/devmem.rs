@@ -106,6 +106,9 @@ struct SharedData {
     device_id: [u32; 4],
     arenas: [ArenaSlot; MAX_ARENAS],
     ipc: [IpcSlot; MAX_IPC],
+    /// Per GPU (index into the model's GPU list): the pid holding AMDKFD_IOC_PROFILER's
+    /// profiling lock, 0 = none.
+    profiler_owner: [u32; MAX_GPUS],
 }
 
 /// The control block as mapped: a lock word on its own cache line, then the data.
@@ -323,6 +326,31 @@ fn max_system_mem(ram: u64) -> u64 {
 }
 
 impl Locked<'_> {
+    /// AMDKFD_IOC_PROFILER's device lock (kfd_profiler_pmc's profile_lock_device): take it
+    /// (`lock`) when free or held by a dead process, EALREADY when `pid` holds it, EBUSY when
+    /// another live process does; drop it only when `pid` holds it (else EINVAL).
+    pub(crate) fn profiler_lock(&mut self, gpu: usize, pid: u32, lock: bool) -> Result<(), i32> {
+        let owner = self.data.profiler_owner.get_mut(gpu).ok_or(libc::EINVAL)?;
+        match (lock, *owner) {
+            (true, o) if o == pid => Err(libc::EALREADY),
+            (true, o) if o != 0 && pid_alive(o) => Err(libc::EBUSY),
+            (true, _) => {
+                *owner = pid;
+                Ok(())
+            }
+            (false, o) if o == pid => {
+                *owner = 0;
+                Ok(())
+            }
+            (false, _) => Err(libc::EINVAL),
+        }
+    }
+
+    /// The pid holding GPU `gpu`'s profiling lock (0: none or a dead holder).
+    pub(crate) fn profiler_owner(&self, gpu: usize) -> u32 {
+        self.data.profiler_owner.get(gpu).copied().filter(|&o| o != 0 && pid_alive(o)).unwrap_or(0)
+    }
+
     /// Reap arenas whose owner died: drop their IPC holds and punch their windows (except
     /// ranges other processes still hold).
     pub(crate) fn reap(&mut self) {

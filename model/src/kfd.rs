@@ -78,6 +78,10 @@ enum Handler {
     SmiEvents,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
+    /// AMDKFD_IOC_PROFILER, amdgpu-dkms's form (0x86, union at offset 8).
+    ProfilerDkms,
+    /// AMDKFD_IOC_PROFILER, mainline's form (0x28 from KFD 1.23, union at offset 4).
+    ProfilerMainline,
     /// In the kernel's table, not modelled yet.
     NotModelled,
 }
@@ -123,6 +127,7 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_RUNTIME_ENABLE, Handler::RuntimeEnable),
     (AMDKFD_IOC_DBG_TRAP, Handler::NotModelled),
     (AMDKFD_IOC_CREATE_PROCESS, Handler::NotModelled),
+    (hsakmt_core::pmc::AMDKFD_IOC_PROFILER_MAINLINE, Handler::ProfilerMainline),
 ];
 
 /// ROCm's amdgpu-dkms table (AMDKFD_COMMAND_START_2 = 0x80 .. AMDKFD_COMMAND_END_2 = 0x88),
@@ -135,7 +140,7 @@ const DKMS_TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_CROSS_MEMORY_COPY, Handler::NotModelled),
     (AMDKFD_IOC_RLC_SPM, Handler::NotModelled),
     (AMDKFD_IOC_PC_SAMPLE, Handler::NotModelled),
-    (AMDKFD_IOC_PROFILER, Handler::NotModelled),
+    (AMDKFD_IOC_PROFILER, Handler::ProfilerDkms),
     (AMDKFD_IOC_AIS_OP, Handler::NotModelled),
 ];
 
@@ -149,7 +154,8 @@ pub fn ioctl_count(version: (u32, u32)) -> u32 {
         9..=11 => 0x24,  // 1.9: AVAILABLE_MEMORY
         12 => 0x25,      // 1.12: EXPORT_DMABUF
         13..=18 => 0x27, // 1.13: RUNTIME_ENABLE, DBG_TRAP
-        _ => 0x28,       // 1.19 (mainline): CREATE_PROCESS
+        19..=22 => 0x28, // 1.19 (mainline): CREATE_PROCESS
+        _ => 0x29,       // 1.23 (mainline, 2026): PROFILER at 0x28
     }
 }
 
@@ -300,6 +306,8 @@ impl Model {
                 self.acquire_vm(a.drm_fd as i32, a.gpu_id)
             }
             Handler::AvailableMemory => self.ioctl_available(buf),
+            Handler::ProfilerDkms => self.ioctl_profiler(buf, 8),
+            Handler::ProfilerMainline => self.ioctl_profiler(buf, 4),
             Handler::Alloc => self.ioctl_alloc(buf),
             Handler::Free => self.ioctl_free(buf),
             Handler::Map => self.ioctl_map(buf),
@@ -350,6 +358,42 @@ impl Model {
             Handler::SmiEvents => self.ioctl_smi_events(buf),
             Handler::Deprecated => Err(EPERM),
             Handler::NotModelled => Err(ENOTTY),
+        }
+    }
+
+    /// AMDKFD_IOC_PROFILER (kfd_ioctl_profiler): VERSION answers KFD_IOC_PROFILER_VERSION_NUM;
+    /// PMC takes (`lock` 1) or drops (`lock` 0) the GPU's profiling lock, shared by every
+    /// process of the model's family (devmem.rs): EALREADY when the caller holds it, EBUSY when
+    /// another live process does, EINVAL for an unknown gpu_id, another `lock` value, or a drop
+    /// of a lock the caller does not hold. Not modelled: the perfmon_capable() check (every
+    /// process may profile) and `perfcount_enable` (the model GPU always counts). Other ops
+    /// (PC_SAMPLE here) are EINVAL. `union_at`: where the form puts the union.
+    fn ioctl_profiler(&self, buf: &mut [u8], union_at: usize) -> Result<(), i32> {
+        let word = |b: &[u8], at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        match word(buf, 0) {
+            KFD_IOC_PROFILER_VERSION => {
+                buf[union_at..union_at + 4].copy_from_slice(&(KFD_IOC_PROFILER_VERSION_NUM as u32).to_ne_bytes());
+                Ok(())
+            }
+            KFD_IOC_PROFILER_PMC => {
+                let (gpu_id, lock) = (word(buf, union_at), word(buf, union_at + 4));
+                let i = self.gpu_index(gpu_id).ok_or(EINVAL)?;
+                if lock > 1 {
+                    return Err(EINVAL);
+                }
+                let dev = self.devmem()?;
+                let mut l = dev.lock();
+                l.profiler_lock(i, crate::sys::current_pid(), lock == 1)
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// The pid holding GPU `gpu_id`'s AMDKFD_IOC_PROFILER lock (0: nobody).
+    pub fn profiler_owner(&self, gpu_id: u32) -> u32 {
+        match (self.gpu_index(gpu_id), self.devmem()) {
+            (Some(i), Ok(dev)) => dev.lock().profiler_owner(i),
+            _ => 0,
         }
     }
 

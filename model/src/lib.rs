@@ -12,6 +12,7 @@
 //!   plugin is the KFD), see [`plugin`] and model/PLUGIN.md.
 
 pub mod catalogue;
+mod counters;
 mod devmem;
 mod drm;
 pub mod engine;
@@ -36,6 +37,7 @@ mod userptr;
 pub mod vfs;
 
 pub use catalogue::catalogue_names;
+pub use counters::{launch_shape, CounterSnapshot};
 pub use drm::{marketing_name, DRM_VERSION};
 pub use gpu::{AtomicOp, GpuFault, GpuFaultKind, GpuWord};
 pub use kfd::{available_memory, ioctl_count};

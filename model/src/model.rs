@@ -215,6 +215,8 @@ pub struct Model {
     /// This model, when it was made by [`Model::new_shared`] (the watcher thread's handle).
     pub(crate) shared: Weak<Model>,
     pub(crate) engine_runs: AtomicU64,
+    /// What each GPU did (indexed like `gpus`; `counters.rs`).
+    pub(crate) counters: Vec<crate::counters::GpuCounters>,
     /// The pid of `state`'s process, readable without the lock: every ioctl checks its caller
     /// against it ("Using KFD FD in wrong process"), so the hot ones (events) skip `state`.
     pub(crate) owner: std::sync::atomic::AtomicU32,
@@ -303,6 +305,7 @@ impl Model {
         Ok(Model {
             config,
             tree,
+            counters: (0..gpus.len()).map(|_| Default::default()).collect(),
             gpus,
             state: Mutex::new(process),
             dev: OnceLock::new(),
@@ -383,6 +386,27 @@ impl Model {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Process> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What GPU `gpu_id` has done so far in this process (model/COUNTERS.md).
+    pub fn gpu_counters(&self, gpu_id: u32) -> Option<crate::counters::CounterSnapshot> {
+        Some(self.counters.get(self.gpu_index(gpu_id)?)?.snapshot())
+    }
+
+    /// A PMC counter of GPU `gpu_id` (block: upstream's `enum perf_block_id`), when the model
+    /// counts it (model/COUNTERS.md); allocation-free.
+    pub fn pmc_counter(&self, gpu_id: u32, block: u32, counter_id: u64) -> Option<u64> {
+        let i = self.gpu_index(gpu_id)?;
+        crate::counters::pmc_value(self.gpus[i].gfx_version, block, counter_id, self.counters.get(i)?, || self.gpu_clock_counter(gpu_id))
+    }
+
+    /// Lanes per wave of GPU `gpu_id` for the dispatch counters: 64 on gfx9 and older, 32 from
+    /// gfx10 (ROCm's default wave size there).
+    pub(crate) fn wave_lanes(&self, gpu_id: u32) -> u64 {
+        match self.gpu_index(gpu_id).map(|i| self.gpus[i].gfx_version.0) {
+            Some(m) if m >= 10 => 32,
+            _ => 64,
+        }
     }
 
     pub(crate) fn gpu_index(&self, gpu_id: u32) -> Option<usize> {

@@ -115,6 +115,10 @@ impl Kfd for Model {
         self.gpu_index(gpu_id).map(|i| self.gpus[i].counter_hz / 1000)
     }
 
+    fn pmc_counter(&self, gpu_id: u32, block: u32, counter_id: u64) -> Option<u64> {
+        Model::pmc_counter(self, gpu_id, block, counter_id)
+    }
+
     fn drm_import_dmabuf(&self, render_fd: i32, dmabuf_fd: i32) -> Result<(u32, u64), Errno> {
         guard(|| self.gem_import_dmabuf(render_fd, dmabuf_fd).map_err(Errno))
     }

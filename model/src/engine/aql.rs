@@ -61,6 +61,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
                 if k.workgroup_size.contains(&0) || k.grid_size.contains(&0) {
                     return Err(bad_ec(at, "kernel dispatch with an empty grid or workgroup", EC_QUEUE_PACKET_DISPATCH_DIM_INVALID));
                 }
+                x.count_dispatch(k.grid_size, k.workgroup_size);
                 kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
                 x.steps += 1;
                 k.completion_signal

@@ -36,6 +36,7 @@ pub(super) fn fill(x: &Exec<'_>, dst: u64, pattern: &[u8], bytes: u64) -> Result
         let n = (bytes - done).min(chunk_len as u64) as usize;
         // CHUNK is a multiple of every pattern length, so each chunk starts on a pattern boundary.
         x.write(dst.wrapping_add(done), &chunk[..n])?;
+        x.count_written(n as u64);
         done += n as u64;
     }
     Ok(())
@@ -48,7 +49,9 @@ pub(super) fn copy(x: &Exec<'_>, dst: u64, src: u64, bytes: u64) -> Result<(), H
     while done < bytes {
         let n = (bytes - done).min(buf.len() as u64) as usize;
         x.read(src.wrapping_add(done), &mut buf[..n])?;
+        x.count_read(n as u64);
         x.write(dst.wrapping_add(done), &buf[..n])?;
+        x.count_written(n as u64);
         done += n as u64;
     }
     Ok(())

@@ -184,6 +184,8 @@ pub(crate) struct Exec<'a> {
     /// Interrupts raised by the packet being executed, delivered once the read position has
     /// been reported past it: a host woken by the interrupt finds the packet consumed.
     pub pending: std::cell::RefCell<Vec<(u32, u32)>>,
+    /// The GPU's counters (`None` for an unknown gpu_id).
+    pub counters: Option<&'a crate::counters::GpuCounters>,
 }
 
 /// Largest chunk a copy or fill moves per GPU access (bounds the bounce buffer).
@@ -294,6 +296,27 @@ impl Exec<'_> {
         self.pending.borrow_mut().push((context_id, valid_bits));
     }
 
+    /// Count `bytes` of data read by a copy (counters).
+    pub fn count_read(&self, bytes: u64) {
+        if let Some(c) = self.counters {
+            c.read(self.ring.kind, bytes);
+        }
+    }
+
+    /// Count `bytes` of data written by a copy or fill (counters).
+    pub fn count_written(&self, bytes: u64) {
+        if let Some(c) = self.counters {
+            c.written(self.ring.kind, bytes);
+        }
+    }
+
+    /// Count a kernel dispatch of `grid` work-items in workgroups of `wg` (counters).
+    pub fn count_dispatch(&self, grid: [u32; 3], wg: [u16; 3]) {
+        if let Some(c) = self.counters {
+            c.dispatch(grid, wg, self.m.wave_lanes(self.ring.gpu_id));
+        }
+    }
+
     pub fn budget_left(&self) -> bool {
         self.steps < self.budget
     }
@@ -348,7 +371,8 @@ impl Model {
                 QueueError::BadPacket { at: progress.read, what, ec: EC_QUEUE_PACKET_VENDOR_UNSUPPORTED },
             );
         }
-        let mut x = Exec { m: self, ring, budget, steps: 0, pending: Default::default() };
+        let counters = self.gpu_index(ring.gpu_id).and_then(|i| self.counters.get(i));
+        let mut x = Exec { m: self, ring, budget, steps: 0, pending: Default::default(), counters };
         let r = match ring.kind {
             EngineKind::Aql => aql::run(&mut x, progress, write),
             EngineKind::Pm4 => pm4::run(&mut x, progress, write),
@@ -356,6 +380,9 @@ impl Model {
         };
         // Whatever ended the run, no raised interrupt is lost.
         x.deliver_interrupts();
+        if let Some(c) = x.counters {
+            c.packets(ring.kind, u64::from(x.steps));
+        }
         match r {
             Ok(end) => end,
             Err(Halt::Blocked) => RunEnd::Blocked,

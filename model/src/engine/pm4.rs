@@ -211,6 +211,8 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
             }
             let desc = regs::pgm_va(sh(p, regs::COMPUTE_PGM_LO), sh(p, regs::COMPUTE_PGM_HI));
             let kernarg = u64::from(sh(p, regs::COMPUTE_USER_DATA_0)) | u64::from(sh(p, regs::COMPUTE_USER_DATA_1)) << 32;
+            let grid = [0, 1, 2].map(|i| d.dim[i].saturating_mul(threads[i]));
+            x.count_dispatch(grid, threads.map(|t| t as u16));
             kernels::run(x, desc, kernarg, at)?;
         }
         Command::CopyData(c) => {

@@ -102,6 +102,7 @@ fn exec(x: &Exec<'_>, bytes: &[u8], at: u64) -> Result<(), Halt> {
                 Dwords::Words(w) => w.iter().flat_map(|d| d.to_le_bytes()).collect(),
             };
             x.write(dst, &bytes)?;
+            x.count_written(bytes.len() as u64);
         }
         // The fence: a release store, after everything before it.
         Repr::Fence { addr, data, .. } => x.store(addr, data, Ordering::Release)?,
