@@ -1,6 +1,7 @@
 //! kmtinfo: what the thunk sees — nodes, memory, caches, links and a link matrix — through
 //! the same hsaKmt* calls a C program makes. Without /dev/kfd it runs on the built-in model.
 
+mod counters;
 mod events;
 mod json;
 mod report;
@@ -17,6 +18,7 @@ const USAGE: &str = "usage: kmtinfo [--json] [--topology DIR] [--model NAME] [--
                    (same as HSA_MODEL_TOPOLOGY=DIR)
   --model NAME     run on the built-in model system NAME (same as HSAKMT_MODEL=NAME)
   --list-models    list the built-in model systems
+  counters         list each GPU's performance-counter blocks and what the backend counts
   --smoke          run a dispatch smoke test on the first GPU (SDMA, PM4 and AQL queues,
                    events) and print each step's latency
   --events NAMES   watch SMI events on every GPU, like `amd-smi event`: NAMES is a comma-
@@ -34,6 +36,7 @@ struct Args {
     model: Option<String>,
     list: bool,
     smoke: bool,
+    counters: bool,
     events: Option<String>,
     count: Option<u64>,
     timeout: Option<f64>,
@@ -47,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         model: None,
         list: false,
         smoke: false,
+        counters: false,
         events: None,
         count: None,
         timeout: None,
@@ -66,6 +70,7 @@ fn parse_args() -> Result<Args, String> {
                 a.timeout = Some(it.next().and_then(|v| v.parse().ok()).filter(|t: &f64| *t >= 0.0).ok_or("--timeout needs seconds")?)
             }
             "--fault" => a.fault = true,
+            "counters" => a.counters = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -95,6 +100,16 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let backend_line = choose_backend(&args);
+    if args.counters {
+        println!("{backend_line}");
+        return match counters::list() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kmtinfo counters: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(names) = &args.events {
         println!("{backend_line}");
         let o = events::Options {

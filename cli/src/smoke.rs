@@ -199,6 +199,10 @@ fn run_open() -> Result<(), String> {
     check("hsaKmtModelEnabled", unsafe { hsaKmtModelEnabled(&mut model) })?;
     println!("smoke test on node {node}{}", if model { " (software model)" } else { "" });
 
+    let mut props: HsaNodeProperties = zeroed();
+    // SAFETY: valid out-pointer.
+    check("hsaKmtGetNodeProperties", unsafe { hsaKmtGetNodeProperties(node, &mut props) })?;
+    let profile = crate::counters::Profile::start(node, &props)?;
     let t = Instant::now();
     let src = Buffer::new(node, 64 << 10)?;
     let dst = Buffer::new(node, 64 << 10)?;
@@ -211,6 +215,10 @@ fn run_open() -> Result<(), String> {
         crate::smoke_aql::aql_steps(node, &dst, &ev)?;
     } else {
         println!("  AQL fill kernel: skipped (needs the model's built-in kernels)");
+    }
+    match profile {
+        Some(p) => p.finish()?,
+        None => println!("PMC: no counters the backend counts on this GPU (the runtime programs them)"),
     }
     println!("smoke: OK");
     Ok(())

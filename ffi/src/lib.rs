@@ -18,7 +18,7 @@ pub mod log;
 mod memory;
 mod openclose;
 mod plugin;
-mod pmc;
+pub mod pmc;
 pub mod published;
 mod queues;
 pub mod safe;

@@ -116,3 +116,14 @@ pub extern "C" fn hsaKmtPmcQueryTrace(trace_id: HSATraceId) -> HSAKMT_STATUS {
 pub extern "C" fn hsaKmtPmcStopTrace(trace_id: HSATraceId) -> HSAKMT_STATUS {
     guard("hsaKmtPmcStopTrace", || with_ctx_mut(|c| c.pmc_stop(trace_id)))
 }
+
+/// Which `AMDKFD_IOC_PROFILER` the open KFD offers (for tools: kmtinfo), with its profiler
+/// version; `None` when it has none.
+pub fn profiler_interface() -> Result<Option<(&'static str, u32)>, Status> {
+    with_ctx_mut(|c| Ok(c.pmc_profiler().map(|(p, v)| (p.name(), v))))
+}
+
+/// The PMC table upstream selects for a node (for tools).
+pub fn table_name(node_id: u32) -> Result<&'static str, Status> {
+    crate::global::with_ctx(|c| c.pmc_table(node_id).map(|a| a.name()))
+}
