@@ -30,8 +30,11 @@ fn gfx(p: &HsaNodeProperties) -> (u32, u32, u32) {
     (p.EngineId.bf_Major(), p.EngineId.bf_Minor(), p.EngineId.bf_Stepping())
 }
 
-/// The counters of a node's properties: (block index, id, type).
-fn counters(node: u32) -> Result<Vec<(u32, Vec<(u64, u32)>, u32)>, HSAKMT_STATUS> {
+/// One block of a node's properties: block index, (counter id, type) list, slots.
+type Block = (u32, Vec<(u64, u32)>, u32);
+
+/// The blocks of a node's counter properties.
+fn counters(node: u32) -> Result<Vec<Block>, HSAKMT_STATUS> {
     let mut cp: *mut HsaCounterProperties = std::ptr::null_mut();
     // SAFETY: a valid out-pointer.
     let s = unsafe { hsaKmtPmcGetCounterProperties(node, &mut cp) };

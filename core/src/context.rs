@@ -865,7 +865,6 @@ impl Context {
         Ok((a.num_tile_configs, a.num_macro_tile_configs, a.gb_addr_config, a.num_banks, a.num_ranks, a.gpu_id))
     }
 
-    /// The memory manager's invariants hold (no overlapping BOs, consistent indexes).
     // ---- Performance counters (upstream perfctr.c; the rules are in `pmc`).
 
     /// The node's gpu_id and PMC table (INVALID_NODE_UNIT for an unknown node; the table
@@ -956,6 +955,7 @@ impl Context {
         self.pmc.live_traces()
     }
 
+    /// The memory manager's invariants hold (no overlapping BOs, consistent indexes).
     pub fn check_memory_invariants(&self) -> Result<(), &'static str> {
         self.acquired.as_ref().map_or(Ok(()), |a| a.memory.check())
     }
