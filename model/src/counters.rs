@@ -62,9 +62,10 @@ pub fn launch_shape(grid: [u32; 3], wg: [u16; 3], wave: u64) -> (u64, u64) {
     for &(sx, nx) in &px {
         for &(sy, ny) in &py {
             for &(sz, nz) in &pz {
-                let n = nx * ny * nz;
-                groups += n;
-                waves += n * (sx * sy * sz).div_ceil(wave.max(1));
+                // Hardware counters wrap; a grid of 2^32 in every dimension must not panic.
+                let n = nx.saturating_mul(ny).saturating_mul(nz);
+                groups = groups.wrapping_add(n);
+                waves = waves.wrapping_add(n.saturating_mul(sx.saturating_mul(sy).saturating_mul(sz).div_ceil(wave.max(1))));
             }
         }
     }
@@ -93,7 +94,7 @@ impl GpuCounters {
         self.dispatches.fetch_add(1, Relaxed);
         self.workgroups.fetch_add(groups, Relaxed);
         self.waves.fetch_add(waves, Relaxed);
-        self.items.fetch_add(grid.iter().map(|&g| u64::from(g)).product(), Relaxed);
+        self.items.fetch_add(grid.iter().fold(1u64, |a, &g| a.saturating_mul(u64::from(g))), Relaxed);
     }
 
     pub(crate) fn snapshot(&self) -> CounterSnapshot {
@@ -152,5 +153,8 @@ mod tests {
         assert_eq!(launch_shape([48, 1, 1], [48, 1, 1], 32), (1, 2));
         // A 10 x 10 grid in 8 x 8 groups: 4 groups: 64 items (1 wave), 16, 16, 4 (1 wave each).
         assert_eq!(launch_shape([10, 10, 1], [8, 8, 1], 64), (4, 4));
+        // The largest grid in the smallest groups: no overflow panic.
+        let _ = launch_shape([u32::MAX; 3], [1; 3], 64);
+        let _ = launch_shape([u32::MAX; 3], [u16::MAX; 3], 1);
     }
 }

@@ -464,11 +464,13 @@ mod tests {
 
     #[test]
     fn the_table_is_indexed_by_nr() {
-        assert_eq!(TABLE.len(), 0x27);
+        // 0x01..=0x27, then mainline's PROFILER at 0x28 (KFD 1.23).
+        assert_eq!(TABLE.len(), 0x28);
         for (i, (cmd, _)) in TABLE.iter().enumerate() {
             assert_eq!(ioc::nr(*cmd) as usize, i + 1, "{cmd:#x}");
         }
         assert!(ioctl_count(DEFAULT) as usize <= TABLE.len() + 1);
+        assert_eq!(ioctl_count((1, 23)) as usize, TABLE.len() + 1);
     }
 
     const DEFAULT: (u32, u32) = crate::model::DEFAULT_KFD_VERSION;
