@@ -67,6 +67,17 @@ pub trait Kfd: Send + Sync {
     /// reach is decided by the packets their queues execute, as with any DMA engine.
     unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno>;
 
+    /// [`Kfd::ioctl`], answering also the ioctl's non-negative return value: AMDKFD_IOC_DBG_TRAP's
+    /// SUSPEND_QUEUES and RESUME_QUEUES return the number of queues they acted on; every other
+    /// KFD ioctl returns 0. The default issues `ioctl` and answers 0.
+    ///
+    /// # Safety
+    /// As [`Kfd::ioctl`].
+    unsafe fn ioctl_value(&self, request: u32, arg: &mut [u8]) -> Result<u32, Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.ioctl(request, arg) }.map(|()| 0)
+    }
+
     /// Map `len` bytes of the KFD file at `offset` (an offset an ioctl returned).
     ///
     /// # Safety

@@ -235,6 +235,10 @@ impl Kfd for SharedModel {
         // SAFETY: forwarded under the same contract.
         unsafe { self.model.ioctl(request, arg) }
     }
+    unsafe fn ioctl_value(&self, request: u32, arg: &mut [u8]) -> Result<u32, hsakmt_core::Errno> {
+        // SAFETY: forwarded under the same contract.
+        unsafe { self.model.ioctl_value(request, arg) }
+    }
     fn wait_events(&self, data: &mut [hsakmt_core::event::EventData], wait_all: bool, timeout_ms: u32) -> Result<u32, hsakmt_core::Errno> {
         self.model.wait_events(data, wait_all, timeout_ms)
     }

@@ -92,7 +92,7 @@ fn drm_ioctl<T: IntoBytes + FromBytes>(fd: i32, request: u32, arg: &mut T) -> Re
         // SAFETY: the buffer is the whole argument struct, whose size the request encodes.
         let r = unsafe { rustix::ioctl::ioctl(fd, RawIoctl { request, arg: arg.as_mut_bytes() }) };
         match r {
-            Ok(()) => return Ok(()),
+            Ok(_) => return Ok(()),
             Err(e) if e == rustix::io::Errno::INTR || e == rustix::io::Errno::AGAIN => continue,
             Err(e) => return Err(Errno(e.raw_os_error())),
         }

@@ -56,7 +56,8 @@ struct RawIoctl<'a> {
 // SAFETY: `as_ptr` points at a live, writable buffer of `arg.len()` bytes, which `Kfd::ioctl`
 // requires to be at least the request's encoded size; the kernel writes at most that size.
 unsafe impl Ioctl for RawIoctl<'_> {
-    type Output = ();
+    /// ioctl(2)'s non-negative return value (DBG_TRAP's queue counts).
+    type Output = IoctlOutput;
     const IS_MUTATING: bool = true;
     fn opcode(&self) -> Opcode {
         self.request as Opcode
@@ -64,8 +65,8 @@ unsafe impl Ioctl for RawIoctl<'_> {
     fn as_ptr(&mut self) -> *mut c_void {
         self.arg.as_mut_ptr().cast()
     }
-    unsafe fn output_from_ptr(_out: IoctlOutput, _extract: *mut c_void) -> rustix::io::Result<()> {
-        Ok(())
+    unsafe fn output_from_ptr(out: IoctlOutput, _extract: *mut c_void) -> rustix::io::Result<IoctlOutput> {
+        Ok(out)
     }
 }
 
@@ -202,6 +203,11 @@ pub fn close_fd(fd: i32) {
 
 impl Kfd for DevKfd {
     unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: the same contract.
+        unsafe { self.ioctl_value(request, arg) }.map(|_| ())
+    }
+
+    unsafe fn ioctl_value(&self, request: u32, arg: &mut [u8]) -> Result<u32, Errno> {
         if arg.len() < hsakmt_core::abi::ioc::size(request) {
             return Err(Errno(Errno::EINVAL));
         }
@@ -211,7 +217,7 @@ impl Kfd for DevKfd {
             // are the caller's promise (this function's contract).
             let r = unsafe { rustix::ioctl::ioctl(self.fd.as_fd(), RawIoctl { request, arg: &mut *arg }) };
             match r {
-                Ok(()) => return Ok(()),
+                Ok(v) => return Ok(v.max(0) as u32),
                 // upstream retries interrupted and busy-again ioctls
                 Err(e) if e == rustix::io::Errno::INTR || e == rustix::io::Errno::AGAIN => continue,
                 Err(e) => return Err(errno(e)),

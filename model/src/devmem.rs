@@ -152,6 +152,8 @@ pub(crate) struct DeviceMemory {
     reserved_for_pt: u64,
     max_system: u64,
     max_ttm: u64,
+    /// The debug board (debug.rs), shared by the same family of processes.
+    pub(crate) debug: crate::debug::BoardMap,
 }
 
 // SAFETY: `shared` points to a MAP_SHARED mapping owned by this value for its whole life; the
@@ -205,6 +207,30 @@ pub(crate) fn random_u32x4() -> [u32; 4] {
     [w(0), w(4), w(8), w(12)]
 }
 
+/// Take a cross-process lock word holding the holder's pid (0: free); a dead holder's lock is
+/// taken over. Released by storing 0.
+pub(crate) fn pid_lock(word: &AtomicU32) {
+    let me = crate::sys::current_pid();
+    let mut spins = 0u32;
+    loop {
+        match word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(holder) => {
+                spins = spins.wrapping_add(1);
+                if spins & 63 == 0 {
+                    if holder != me && !pid_alive(holder) && word.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                    {
+                        return;
+                    }
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
 /// The lock is held while this lives.
 pub(crate) struct Locked<'a> {
     dev: &'a DeviceMemory,
@@ -243,6 +269,7 @@ impl DeviceMemory {
             reserved_for_pt: reserved_for_pt(total),
             max_system: max_system_mem(system_bytes),
             max_ttm: system_bytes / 2,
+            debug: crate::debug::BoardMap::create()?,
         };
         {
             let l = dev.lock();
@@ -266,28 +293,7 @@ impl DeviceMemory {
     /// thread per process waits here; the lock word holds the holder's pid and a dead holder's
     /// lock is taken over.
     pub(crate) fn lock(&self) -> Locked<'_> {
-        let me = crate::sys::current_pid();
-        let word = self.lock_word();
-        let mut spins = 0u32;
-        loop {
-            match word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(holder) => {
-                    spins = spins.wrapping_add(1);
-                    if spins & 63 == 0 {
-                        if holder != me
-                            && !pid_alive(holder)
-                            && word.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
-                        {
-                            break;
-                        }
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
-                }
-            }
-        }
+        pid_lock(self.lock_word());
         // SAFETY: the lock is held: no other thread or process touches the data until it is
         // released in `Locked::drop`; the mapping outlives the guard.
         let data = unsafe { &mut (*self.shared.as_ptr()).data };

@@ -76,6 +76,7 @@ enum Handler {
     QueueGws,
     Trap,
     SmiEvents,
+    DbgTrap,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// AMDKFD_IOC_PROFILER, amdgpu-dkms's form (0x86, union at offset 8).
@@ -125,7 +126,7 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_AVAILABLE_MEMORY, Handler::AvailableMemory),
     (AMDKFD_IOC_EXPORT_DMABUF, Handler::ExportDmabuf),
     (AMDKFD_IOC_RUNTIME_ENABLE, Handler::RuntimeEnable),
-    (AMDKFD_IOC_DBG_TRAP, Handler::NotModelled),
+    (AMDKFD_IOC_DBG_TRAP, Handler::DbgTrap),
     (AMDKFD_IOC_CREATE_PROCESS, Handler::NotModelled),
     (hsakmt_core::pmc::AMDKFD_IOC_PROFILER_MAINLINE, Handler::ProfilerMainline),
 ];
@@ -202,7 +203,13 @@ impl Model {
         self.gpu_index(gpu_id).map_or(0, |i| self.gpu_clock_at(i, monotonic_raw_ns()))
     }
     /// One KFD ioctl, as `ioctl(kfd_fd, request, arg)` would run it; `Err` carries the errno.
-    pub(crate) fn ioctl_arg(&self, request: u32, mut arg: Arg<'_>) -> Result<(), i32> {
+    pub(crate) fn ioctl_arg(&self, request: u32, arg: Arg<'_>) -> Result<(), i32> {
+        self.ioctl_arg_value(request, arg).map(|_| ())
+    }
+
+    /// [`Model::ioctl_arg`] with the ioctl's non-negative return value (DBG_TRAP's
+    /// SUSPEND / RESUME_QUEUES answer a count; every other ioctl 0).
+    pub(crate) fn ioctl_arg_value(&self, request: u32, mut arg: Arg<'_>) -> Result<u32, i32> {
         let nr = ioc::nr(request);
         let entry = if (1..ioctl_count(self.config.kfd_version)).contains(&nr) {
             TABLE.get(nr as usize - 1)
@@ -254,7 +261,14 @@ impl Model {
         ret
     }
 
-    fn run(&self, handler: Handler, buf: &mut [u8]) -> Result<(), i32> {
+    fn run(&self, handler: Handler, buf: &mut [u8]) -> Result<u32, i32> {
+        match handler {
+            Handler::DbgTrap => self.ioctl_dbg_trap(buf),
+            h => self.run_plain(h, buf).map(|()| 0),
+        }
+    }
+
+    fn run_plain(&self, handler: Handler, buf: &mut [u8]) -> Result<(), i32> {
         match handler {
             Handler::GetVersion => {
                 let (major_version, minor_version) = self.config.kfd_version;
@@ -345,6 +359,11 @@ impl Model {
                 } else {
                     st.runtime = Runtime::Disabled;
                 }
+                let rt = st.runtime;
+                drop(st);
+                // The debugger's view (and, when it debugs this process, EC_PROCESS_RUNTIME and
+                // the wait for its answer).
+                self.debug_runtime_changed(rt);
                 // Mainline does not write capabilities_mask: it goes back as passed in.
                 Ok(())
             }
@@ -357,7 +376,7 @@ impl Model {
             Handler::Trap => self.ioctl_set_trap_handler(buf),
             Handler::SmiEvents => self.ioctl_smi_events(buf),
             Handler::Deprecated => Err(EPERM),
-            Handler::NotModelled => Err(ENOTTY),
+            Handler::NotModelled | Handler::DbgTrap => Err(ENOTTY),
         }
     }
 

@@ -13,6 +13,7 @@
 
 pub mod catalogue;
 mod counters;
+mod debug;
 mod devmem;
 mod drm;
 pub mod engine;

@@ -622,6 +622,9 @@ impl Model {
     /// doorbell page and the arena are released; VMs and runtime state are dropped.
     pub(crate) fn release_locked(&self, st: &mut Process) {
         self.release_queues();
+        if st.pid == current_pid() {
+            self.debug_unregister();
+        }
         // kfd_process_destroy_pdds: PROCESS_END for each device whose VM was acquired.
         for (i, vm) in st.vms.iter().enumerate() {
             if vm.is_some() {

@@ -335,6 +335,9 @@ impl Model {
             m
         });
         crate::fork::register(&Arc::downgrade(&m));
+        // The opening process's KFD process, visible to a debugger (and the device file made
+        // now, so processes forked later share it).
+        m.debug_register();
         Ok(m)
     }
 
@@ -426,6 +429,7 @@ impl Model {
             self.instance.store(st.instance, std::sync::atomic::Ordering::Relaxed);
         }
         drop(st);
+        self.debug_register();
         let fd = self.devmem()?.fd();
         rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())
     }

@@ -23,6 +23,14 @@ impl Kfd for Model {
         guard(|| self.ioctl_arg(request, Arg::Slice(arg)).map_err(Errno))
     }
 
+    unsafe fn ioctl_value(&self, request: u32, arg: &mut [u8]) -> Result<u32, Errno> {
+        if arg.len() < hsakmt_core::abi::ioc::size(request) {
+            return Err(Errno(Errno::EINVAL));
+        }
+        // As `ioctl`.
+        guard(|| self.ioctl_arg_value(request, Arg::Slice(arg)).map_err(Errno))
+    }
+
     fn wait_events(&self, data: &mut [hsakmt_core::abi::EventData], wait_all: bool, timeout_ms: u32) -> Result<u32, Errno> {
         use zerocopy::IntoBytes;
         guard(|| self.wait_events_in_process(data.as_mut_bytes(), wait_all, timeout_ms).map_err(Errno))

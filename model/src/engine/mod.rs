@@ -405,7 +405,14 @@ impl Model {
                 let task = self.lock().task;
                 self.smi_vmfault(g, task);
             }
-            self.signal_memory_exception(memory_exception(ring.gpu_id, f));
+            let data = memory_exception(ring.gpu_id, f);
+            // kfd_set_dbg_ev_from_interrupt(EC_DEVICE_MEMORY_VIOLATION): a debugger that enabled
+            // it is told instead of the runtime's memory-exception event.
+            let dev = self.gpu_index(ring.gpu_id).unwrap_or(usize::MAX);
+            let ec = hsakmt_core::abi::kfd::EC_DEVICE_MEMORY_VIOLATION;
+            if !self.debug_raise(crate::debug::ec_mask(ec), crate::debug::Source::Device(dev), Some(&data)) {
+                self.signal_memory_exception(data);
+            }
         }
         if logs_errors() {
             // What the packet at the stop looked like, best effort (the ring may be unreadable).

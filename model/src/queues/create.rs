@@ -283,6 +283,19 @@ impl Model {
         );
         drop(t);
         drop(st);
+        // The debugger's copy of the queue, and EC_QUEUE_NEW (kfd_ioctl_create_queue's
+        // kfd_dbg_ev_raise).
+        self.debug_queue_created(crate::debug::new_queue(
+            id,
+            a.gpu_id,
+            qtype,
+            p.ring_va,
+            p.ring_size,
+            p.wptr,
+            p.rptr,
+            p.ctx_va,
+            u64::from(a.ctx_save_restore_size),
+        ));
         a.queue_id = id;
         a.doorbell_offset = if n.soc15() { slice | (u64::from(doorbell) * 8) } else { slice };
         self.start_watcher();

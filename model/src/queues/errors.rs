@@ -59,6 +59,11 @@ impl Model {
         if ring.kind != EngineKind::Aql {
             return; // a hang: found at preemption (queue_hang_found)
         }
+        // kfd_set_dbg_ev_from_interrupt: a debugger that enabled the exception hears of it
+        // first, and then the runtime is not told.
+        if self.debug_raise(ec_mask(ec), crate::debug::Source::Queue(ring.queue_id), None) {
+            return;
+        }
         let runtime_enabled = matches!(self.lock().runtime, crate::model::Runtime::Enabled { .. });
         if runtime_enabled && ring.ctx_va != 0 {
             self.send_exception_to_runtime(ring.ctx_va, ec_mask(ec));
@@ -70,7 +75,7 @@ impl Model {
     /// kfd_send_exception_to_runtime: OR the mask into the runtime's error word (the kernel's
     /// get_user/put_user on the process's memory; an unreadable header or word is skipped, as
     /// the kernel ignores those faults) and set the error event.
-    fn send_exception_to_runtime(&self, ctx_va: u64, mask: u64) {
+    pub(super) fn send_exception_to_runtime(&self, ctx_va: u64, mask: u64) {
         let mut header = [0u8; CSA_ERR_EVENT + 4];
         if copy_from_user(&mut header, ctx_va as usize).is_err() {
             return;

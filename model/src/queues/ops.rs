@@ -14,6 +14,7 @@ impl Model {
             if !running {
                 let mut t = t;
                 let q = t.remove(a.queue_id).ok_or(EINVAL)?;
+                self.debug_queue_destroyed(a.queue_id);
                 // Preemption finds a queue its engine left hung (queues/errors.rs).
                 if errors::hung(&q) {
                     drop(st);

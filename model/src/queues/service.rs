@@ -50,6 +50,25 @@ impl Model {
             }
             jobs
         };
+        self.deliver_debugger_runtime_events();
+        // Queues a debugger suspended are not run (the board, debug.rs); the others are marked
+        // running there until their run ends, so SUSPEND_QUEUES can wait for it.
+        let mut jobs = jobs;
+        if !jobs.is_empty() {
+            let mut ids: Vec<u32> = jobs.iter().map(|j| j.0).collect();
+            let refused = self.debug_claim_runs(&mut ids);
+            if !refused.is_empty() {
+                let mut t = self.table();
+                for id in &refused {
+                    if let Some(q) = t.queues.get_mut(id) {
+                        q.running = false;
+                    }
+                }
+                drop(t);
+                self.queue_idle.notify_all();
+                jobs.retain(|j| !refused.contains(&j.0));
+            }
+        }
         let mut pass = Pass::default();
         for (id, serial, desc, mut progress, write) in jobs {
             let before = progress.clone();
@@ -84,9 +103,25 @@ impl Model {
                 q.running = false;
             }
             drop(t);
+            self.debug_run_done(id);
             self.queue_idle.notify_all();
         }
         pass
+    }
+
+    /// What a debugger sent back to this process's runtime (SEND_RUNTIME_EVENT): the memory
+    /// fault event of a device, exception bits to a queue's runtime error word.
+    fn deliver_debugger_runtime_events(&self) {
+        let (queues, faults) = self.debug_take_runtime_events();
+        for (_, data) in faults {
+            self.signal_memory_exception(data);
+        }
+        for (id, mask) in queues {
+            let ctx = self.table().queues.get(&id).map(|q| q.ctx_va);
+            if let Some(ctx) = ctx.filter(|c| *c != 0) {
+                self.send_exception_to_runtime(ctx, mask);
+            }
+        }
     }
 
     /// Tell the watcher a queue's doorbell was written (hsaKmtQueueRingDoorbell). A model
