@@ -267,6 +267,17 @@ impl Context {
         self.queues.info(&*self.kfd, id)
     }
 
+    /// Upstream's `hsakmt_validate_nodeid`: the node's gpu_id (0 for a CPU node), or
+    /// INVALID_NODE_UNIT for a node past the snapshot (or no snapshot).
+    pub fn node_gpu_id(&self, node: u32) -> KmtResult<u32> {
+        self.node(node).map(|(n, _)| n.gpu_id)
+    }
+
+    /// The KFD interface is at least 1.`minor`.
+    pub fn kfd_minor_at_least(&self, minor: u32) -> bool {
+        self.minor_at_least(minor)
+    }
+
     /// hsaKmtGetKernelQueueId: the KFD's id of the queue.
     pub fn kernel_queue_id(&self, id: u64) -> KmtResult<u32> {
         self.queues.kernel_id(id)

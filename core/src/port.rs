@@ -168,6 +168,13 @@ pub trait Kfd: Send + Sync {
     /// What answers this port.
     fn backend(&self) -> Backend;
 
+    /// The descriptor of the KFD file itself (upstream's `hsakmt_kfd_fd`, which hsaKmtDbgEnable
+    /// gives DBG_TRAP ENABLE as the debug event file: the kernel's writes to /dev/kfd do
+    /// nothing). A model answers a file whose writes go nowhere. `None`: no such file.
+    fn kfd_file_fd(&self) -> Option<i32> {
+        None
+    }
+
     /// A doorbell of KFD queue `queue_id` was written through the thunk (hsaKmtQueueRingDoorbell).
     /// Hardware needs nothing more; a model may use it to run its engines at once instead of
     /// noticing the write later.

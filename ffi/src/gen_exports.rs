@@ -4,17 +4,17 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (87): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtOpenSMI, hsaKmtPmcAcquireTraceAccess, hsaKmtPmcGetCounterProperties, hsaKmtPmcQueryTrace, hsaKmtPmcRegisterTrace, hsaKmtPmcReleaseTraceAccess, hsaKmtPmcStartTrace, hsaKmtPmcStopTrace, hsaKmtPmcUnregisterTrace, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
-// Stubs: 101.
+// Hand-written exports at generation time (96): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDbgAddressWatch, hsaKmtDbgDisable, hsaKmtDbgEnable, hsaKmtDbgGetDeviceData, hsaKmtDbgGetQueueData, hsaKmtDbgRegister, hsaKmtDbgUnregister, hsaKmtDbgWavefrontControl, hsaKmtDebugTrapIoctl, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtOpenSMI, hsaKmtPmcAcquireTraceAccess, hsaKmtPmcGetCounterProperties, hsaKmtPmcQueryTrace, hsaKmtPmcRegisterTrace, hsaKmtPmcReleaseTraceAccess, hsaKmtPmcStartTrace, hsaKmtPmcStopTrace, hsaKmtPmcUnregisterTrace, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
+// Stubs: 92.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
     HSATraceId, HSAint32, HSAint64, HSAuint32, HSAuint64, HsaAMDGPUDeviceHandle, HsaAisFlags, HsaCacheProperties, HsaClockCounters,
-    HsaCounter, HsaCounterProperties, HsaDbgWaveMessage, HsaEvent, HsaEventDescriptor, HsaGpuTileConfig, HsaGraphicsResourceInfo,
-    HsaIoLinkProperties, HsaKFDContext, HsaMemFlags, HsaMemoryProperties, HsaNodeProperties, HsaPcSamplingInfo, HsaPcSamplingTraceId,
-    HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS,
-    HSA_DBG_WATCH_MODE, HSA_DBG_WAVEMODE, HSA_DBG_WAVEOP, HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE, HSA_QUEUEID,
-    HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
+    HsaCounter, HsaCounterProperties, HsaEvent, HsaEventDescriptor, HsaGpuTileConfig, HsaGraphicsResourceInfo, HsaIoLinkProperties,
+    HsaKFDContext, HsaMemFlags, HsaMemoryProperties, HsaNodeProperties, HsaPcSamplingInfo, HsaPcSamplingTraceId, HsaPmcTraceRoot,
+    HsaPointerInfo, HsaQueueInfo, HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS,
+    HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE, HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE,
+    HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
 use hsakmt_core::abi::kfd::{kfd_dbg_device_info_entry, kfd_ioctl_dbg_trap_args, kfd_runtime_info};
 
@@ -67,55 +67,6 @@ pub unsafe extern "C" fn hsaKmtQueueWaitExternalSemaphore(
     crate::boundary::not_supported("hsaKmtQueueWaitExternalSemaphore")
 }
 
-/// `hsaKmtDbgRegister` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgRegister(_node_id: HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgRegister")
-}
-
-/// `hsaKmtDbgUnregister` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgUnregister(_node_id: HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgUnregister")
-}
-
-/// `hsaKmtDbgWavefrontControl` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgWavefrontControl(
-    _node_id: HSAuint32,
-    _operand: HSA_DBG_WAVEOP,
-    _mode: HSA_DBG_WAVEMODE,
-    _trap_id: HSAuint32,
-    _dbg_wave_msg_ring: *mut HsaDbgWaveMessage,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgWavefrontControl")
-}
-
-/// `hsaKmtDbgAddressWatch` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgAddressWatch(
-    _node_id: HSAuint32,
-    _num_watch_points: HSAuint32,
-    _watch_mode: *mut HSA_DBG_WATCH_MODE,
-    _watch_address: *mut *mut c_void,
-    _watch_mask: *mut HSAuint64,
-    _watch_event: *mut *mut HsaEvent,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgAddressWatch")
-}
-
 /// `hsaKmtGetCoreRuntimeInfo` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///
 /// # Safety
@@ -132,64 +83,6 @@ pub unsafe extern "C" fn hsaKmtGetCoreRuntimeInfo(_runtime_info: *mut kfd_runtim
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetCoreDeviceInfo(_gpu_id: HSAuint32, _device_info: *mut kfd_dbg_device_info_entry) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtGetCoreDeviceInfo")
-}
-
-/// `hsaKmtDbgEnable` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgEnable(_runtime_info: *mut *mut c_void, _data_size: *mut HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgEnable")
-}
-
-/// `hsaKmtDbgDisable` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgDisable() -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgDisable")
-}
-
-/// `hsaKmtDbgGetDeviceData` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgGetDeviceData(
-    _data: *mut *mut c_void,
-    _n_entries: *mut HSAuint32,
-    _entry_size: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgGetDeviceData")
-}
-
-/// `hsaKmtDbgGetQueueData` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDbgGetQueueData(
-    _data: *mut *mut c_void,
-    _n_entries: *mut HSAuint32,
-    _entry_size: *mut HSAuint32,
-    _suspend_queues: bool,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDbgGetQueueData")
-}
-
-/// `hsaKmtDebugTrapIoctl` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtDebugTrapIoctl(
-    _args: *mut kfd_ioctl_dbg_trap_args,
-    _queues: *mut HSA_QUEUEID,
-    _debug_return: *mut HSAuint64,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtDebugTrapIoctl")
 }
 
 /// `hsaKmtSPMAcquire` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

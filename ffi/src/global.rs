@@ -277,6 +277,9 @@ impl Kfd for SharedModel {
     fn process_id(&self) -> u32 {
         self.model.process_id()
     }
+    fn kfd_file_fd(&self) -> Option<i32> {
+        self.model.kfd_file_fd()
+    }
     fn backend(&self) -> hsakmt_core::Backend {
         self.model.backend()
     }

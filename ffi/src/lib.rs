@@ -7,6 +7,7 @@
 
 pub mod boundary;
 mod compat;
+mod debug;
 mod device;
 mod events;
 mod gen_bindings;

@@ -842,3 +842,15 @@ fn hsa_check_userptr_touches_registered_pages() {
     let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSA_CHECK_USERPTR", "1"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("check_userptr: OK"), "{}", show(&o));
 }
+
+/// The debugger interface (ffi/tests/c/debug.c): a ptrace-attached debugger process and a forked
+/// target on the model: ENABLE with a pipe as the event file, a memory violation routed to the
+/// debugger instead of the runtime, suspend / resume of a queue checked by its data, queue and
+/// device snapshots, and the kernel's errnos for bad input. Needs ptrace (no skip).
+#[test]
+fn debugger_from_c() {
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("debug.c"), "debug", true, &[]);
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi300x"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("debug: OK"), "{}", show(&o));
+}

@@ -280,6 +280,10 @@ impl Kfd for DevKfd {
         dont_fork(addr, len)
     }
 
+    fn kfd_file_fd(&self) -> Option<i32> {
+        Some(self.fd.as_raw_fd())
+    }
+
     fn backend(&self) -> Backend {
         Backend::Kernel
     }

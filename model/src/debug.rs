@@ -287,6 +287,9 @@ impl Target {
     }
 }
 
+/// Exceptions for the runtime: (queue id, mask) pairs, and (device, memory fault data).
+pub(crate) type RuntimeEvents = (Vec<(u32, u64)>, Vec<(usize, kfd_hsa_memory_exception_data)>);
+
 /// Where an exception comes from (kfd_dbg_ev_raise's `dev` and `source_id`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Source {
@@ -350,6 +353,16 @@ fn per_vmid_supported(gfx: (u32, u32, u32)) -> bool {
 }
 
 impl Model {
+    /// /dev/null, standing in for the KFD file as an event file (hsaKmtDbgEnable gives the KFD
+    /// fd; the kernel's writes to /dev/kfd go nowhere).
+    pub(crate) fn null_file(&self) -> Option<&OwnedFd> {
+        self.null_file
+            .get_or_init(|| {
+                rustix::fs::open("/dev/null", rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty()).ok()
+            })
+            .as_ref()
+    }
+
     fn board(&self) -> Result<&BoardMap, i32> {
         Ok(&self.devmem()?.debug)
     }
@@ -507,7 +520,7 @@ impl Model {
 
     /// What the debugger sent back to the runtime (SEND_RUNTIME_EVENT), taken by the target:
     /// (queue id, exception mask) pairs and the devices whose memory fault is to be signalled.
-    pub(crate) fn debug_take_runtime_events(&self) -> (Vec<(u32, u64)>, Vec<(usize, kfd_hsa_memory_exception_data)>) {
+    pub(crate) fn debug_take_runtime_events(&self) -> RuntimeEvents {
         let mut qs = Vec::new();
         let mut faults = Vec::new();
         let Some(d) = self.dev.get() else { return (qs, faults) };
@@ -670,7 +683,7 @@ impl Model {
                 for s in t.dev_status.iter() {
                     found |= s;
                 }
-                let notify = (mask & found != 0).then(|| (t.fd_owner, t.dbg_fd));
+                let notify = (mask & found != 0).then_some((t.fd_owner, t.dbg_fd));
                 t.exception_enable_mask = mask;
                 drop(g);
                 if let Some((owner, fd)) = notify {
@@ -1125,6 +1138,7 @@ fn raise_locked(t: &mut Target, mask: u64, src: Source, fault: Option<&kfd_hsa_m
 }
 
 /// A queue's debugger view at creation.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn new_queue(
     queue_id: u32,
     gpu_id: u32,

@@ -232,6 +232,8 @@ pub struct Model {
     /// 0.4, `plugin04.rs`: the client's `set_event` callback, called with the context id, which
     /// is the event id). Set once, before any queue runs.
     pub(crate) irq_sink: OnceLock<IrqSink>,
+    /// The stand-in KFD file for debug events (`debug.rs`).
+    pub(crate) null_file: OnceLock<Option<OwnedFd>>,
 }
 
 /// An interrupt consumer: called with the interrupt's context id (masked to its valid bits).
@@ -321,6 +323,7 @@ impl Model {
             host_cpus: OnceLock::new(),
             smi: Default::default(),
             irq_sink: OnceLock::new(),
+            null_file: OnceLock::new(),
         })
     }
 

@@ -115,6 +115,10 @@ impl Kfd for Model {
         hsakmt_linux::dont_fork(addr, len)
     }
 
+    fn kfd_file_fd(&self) -> Option<i32> {
+        self.null_file().map(rustix::fd::AsRawFd::as_raw_fd)
+    }
+
     fn backend(&self) -> Backend {
         Backend::BuiltinModel
     }
