@@ -573,6 +573,8 @@ impl Model {
         let mut g = b.lock();
         let i = match g.find(pid) {
             Some(i) => i,
+            // The caller is a KFD process by definition (it issued the ioctl).
+            None if pid == me => g.claim(pid)?,
             // kfd_create_process for a ptrace child that has no KFD process yet.
             None if op == KFD_IOC_DBG_TRAP_ENABLE && traced_by_me => g.claim(pid)?,
             None => return Err(ESRCH),

@@ -73,7 +73,8 @@ fn unknown_and_unmodelled_ioctls() {
     assert_eq!(at(&m, ioc::iowr::<[u8; 8]>(0x88), p), Err(ENOTTY));
     // In the kernel's table but not modelled in this slice.
     assert_eq!(at(&m, AMDKFD_IOC_CRIU_OP, p), Err(ENOTTY));
-    assert_eq!(at(&m, AMDKFD_IOC_DBG_TRAP, p), Err(ENOTTY));
+    // DBG_TRAP is modelled (model/DEBUG.md): a zeroed argument names pid 0, which is no process.
+    assert_eq!(at(&m, AMDKFD_IOC_DBG_TRAP, p), Err(libc::ESRCH));
     // Modelled queue ioctls: a zeroed argument names GPU 0, which does not exist.
     assert_eq!(at(&m, AMDKFD_IOC_CREATE_QUEUE, p), Err(libc::EINVAL));
     assert_eq!(at(&m, AMDKFD_IOC_SET_TRAP_HANDLER, p), Err(libc::EINVAL));
@@ -432,4 +433,45 @@ fn drm_calls() {
     assert_eq!(call(drm_cmd::CLOSE, &mut [keep as u64]), Err(libc::EBADF));
     assert_eq!(call(drm_cmd::BO_VA_OP, &mut [0; 6]), Err(libc::ENOSYS));
     assert_eq!(call(drm_cmd::QUERY_GPU_INFO, &mut [0; 2]), Err(libc::ENOSYS));
+}
+
+/// DBG_TRAP's rules on the caller itself (no ptrace needed to debug oneself): every op but
+/// ENABLE needs debugging enabled (EINVAL), ENABLE needs an open event file (EBADF) and answers
+/// EALREADY the second time, ops that need the runtime answer EPERM without it, an unknown op is
+/// EINVAL, and a pid that does not exist ESRCH.
+#[test]
+fn dbg_trap_rules_on_self() {
+    let m = model("mi300x");
+    let me = std::process::id();
+    let trap = |op: u32, fill: &dyn Fn(&mut kfd_ioctl_dbg_trap_args)| {
+        let mut a = kfd_ioctl_dbg_trap_args::new_zeroed();
+        a.pid = me;
+        a.op = op;
+        fill(&mut a);
+        // SAFETY: a live argument; every address in it is NULL or ours.
+        unsafe { m.handle_ioctl(u64::from(AMDKFD_IOC_DBG_TRAP), (&mut a as *mut kfd_ioctl_dbg_trap_args).cast()) }
+    };
+    let none = |_: &mut kfd_ioctl_dbg_trap_args| {};
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, &none), Err(libc::EINVAL), "not enabled");
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_DISABLE, &none), Err(libc::EINVAL), "not enabled");
+    let bad_fd = |a: &mut kfd_ioctl_dbg_trap_args| a.__anon_union_1.enable.dbg_fd = 100_000;
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_ENABLE, &bad_fd), Err(libc::EBADF));
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let fd = rustix::fd::AsRawFd::as_raw_fd(&w) as u32;
+    let enable = move |a: &mut kfd_ioctl_dbg_trap_args| a.__anon_union_1.enable.dbg_fd = fd;
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_ENABLE, &enable), Ok(()));
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_ENABLE, &enable), Err(libc::EALREADY));
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, &none), Err(libc::EPERM), "runtime not enabled");
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_SET_FLAGS, &none), Err(libc::EPERM), "runtime not enabled");
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, &none), Err(libc::EAGAIN), "nothing pending");
+    assert_eq!(trap(77, &none), Err(libc::EINVAL));
+    let snap = |a: &mut kfd_ioctl_dbg_trap_args| a.__anon_union_1.device_snapshot.entry_size = 120;
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT, &snap), Err(libc::EINVAL), "NULL buffer");
+    assert_eq!(trap(KFD_IOC_DBG_TRAP_DISABLE, &none), Ok(()));
+    drop((r, w));
+    let mut a = kfd_ioctl_dbg_trap_args::new_zeroed();
+    a.pid = 0x3fff_fff0;
+    // SAFETY: as above.
+    let r = unsafe { m.handle_ioctl(u64::from(AMDKFD_IOC_DBG_TRAP), (&mut a as *mut kfd_ioctl_dbg_trap_args).cast()) };
+    assert_eq!(r, Err(libc::ESRCH));
 }
