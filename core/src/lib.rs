@@ -13,6 +13,7 @@ pub mod memory;
 pub mod packet;
 pub mod pmc;
 pub mod port;
+pub mod profiling;
 pub mod queue;
 pub mod status;
 pub mod svm;

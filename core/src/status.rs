@@ -108,6 +108,7 @@ errnos!(
     E2BIG,
     EBADF,
     EAGAIN,
+    EALREADY,
     ENOMEM,
     EACCES,
     EFAULT,
@@ -127,5 +128,4 @@ errnos!(
     ETIME,
     EOPNOTSUPP,
     ETIMEDOUT,
-    EALREADY,
 );

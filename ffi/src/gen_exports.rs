@@ -4,17 +4,16 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (96): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDbgAddressWatch, hsaKmtDbgDisable, hsaKmtDbgEnable, hsaKmtDbgGetDeviceData, hsaKmtDbgGetQueueData, hsaKmtDbgRegister, hsaKmtDbgUnregister, hsaKmtDbgWavefrontControl, hsaKmtDebugTrapIoctl, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtOpenSMI, hsaKmtPmcAcquireTraceAccess, hsaKmtPmcGetCounterProperties, hsaKmtPmcQueryTrace, hsaKmtPmcRegisterTrace, hsaKmtPmcReleaseTraceAccess, hsaKmtPmcStartTrace, hsaKmtPmcStopTrace, hsaKmtPmcUnregisterTrace, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
-// Stubs: 92.
+// Hand-written exports at generation time (105): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDbgAddressWatch, hsaKmtDbgDisable, hsaKmtDbgEnable, hsaKmtDbgGetDeviceData, hsaKmtDbgGetQueueData, hsaKmtDbgRegister, hsaKmtDbgUnregister, hsaKmtDbgWavefrontControl, hsaKmtDebugTrapIoctl, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtOpenSMI, hsaKmtPcSamplingCreate, hsaKmtPcSamplingDestroy, hsaKmtPcSamplingQueryCapabilities, hsaKmtPcSamplingStart, hsaKmtPcSamplingStop, hsaKmtPcSamplingSupport, hsaKmtPmcAcquireTraceAccess, hsaKmtPmcGetCounterProperties, hsaKmtPmcQueryTrace, hsaKmtPmcRegisterTrace, hsaKmtPmcReleaseTraceAccess, hsaKmtPmcStartTrace, hsaKmtPmcStopTrace, hsaKmtPmcUnregisterTrace, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSPMAcquire, hsaKmtSPMRelease, hsaKmtSPMSetDestBuffer, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
+// Stubs: 83.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
     HSATraceId, HSAint32, HSAint64, HSAuint32, HSAuint64, HsaAMDGPUDeviceHandle, HsaAisFlags, HsaCacheProperties, HsaClockCounters,
     HsaCounter, HsaCounterProperties, HsaEvent, HsaEventDescriptor, HsaGpuTileConfig, HsaGraphicsResourceInfo, HsaIoLinkProperties,
-    HsaKFDContext, HsaMemFlags, HsaMemoryProperties, HsaNodeProperties, HsaPcSamplingInfo, HsaPcSamplingTraceId, HsaPmcTraceRoot,
-    HsaPointerInfo, HsaQueueInfo, HsaQueueResource, HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS,
-    HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE, HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE,
-    HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
+    HsaKFDContext, HsaMemFlags, HsaMemoryProperties, HsaNodeProperties, HsaPmcTraceRoot, HsaPointerInfo, HsaQueueInfo, HsaQueueResource,
+    HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS, HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE,
+    HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
 use hsakmt_core::abi::kfd::{kfd_dbg_device_info_entry, kfd_ioctl_dbg_trap_args, kfd_runtime_info};
 
@@ -85,40 +84,6 @@ pub unsafe extern "C" fn hsaKmtGetCoreDeviceInfo(_gpu_id: HSAuint32, _device_inf
     crate::boundary::not_supported("hsaKmtGetCoreDeviceInfo")
 }
 
-/// `hsaKmtSPMAcquire` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSPMAcquire(_preferred_node: HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSPMAcquire")
-}
-
-/// `hsaKmtSPMRelease` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSPMRelease(_preferred_node: HSAuint32) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSPMRelease")
-}
-
-/// `hsaKmtSPMSetDestBuffer` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtSPMSetDestBuffer(
-    _preferred_node: HSAuint32,
-    _size_in_bytes: HSAuint32,
-    _timeout: *mut HSAuint32,
-    _size_copied: *mut HSAuint32,
-    _dest_memory_address: *mut c_void,
-    _is_spm_data_loss: *mut bool,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtSPMSetDestBuffer")
-}
-
 /// `hsaKmtReplaceAsanHeaderPage` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///
 /// # Safety
@@ -135,69 +100,6 @@ pub unsafe extern "C" fn hsaKmtReplaceAsanHeaderPage(_addr: *mut c_void) -> HSAK
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtReturnAsanHeaderPage(_addr: *mut c_void) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtReturnAsanHeaderPage")
-}
-
-/// `hsaKmtPcSamplingSupport` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPcSamplingSupport() -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtPcSamplingSupport")
-}
-
-/// `hsaKmtPcSamplingQueryCapabilities` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPcSamplingQueryCapabilities(
-    _node_id: HSAuint32,
-    _sample_info: *mut c_void,
-    _sample_info_sz: HSAuint32,
-    _sz_needed: *mut HSAuint32,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtPcSamplingQueryCapabilities")
-}
-
-/// `hsaKmtPcSamplingCreate` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPcSamplingCreate(
-    _node_id: HSAuint32,
-    _sample_info: *mut HsaPcSamplingInfo,
-    _trace_id: *mut HsaPcSamplingTraceId,
-) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtPcSamplingCreate")
-}
-
-/// `hsaKmtPcSamplingDestroy` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPcSamplingDestroy(_node_id: HSAuint32, _trace_id: HsaPcSamplingTraceId) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtPcSamplingDestroy")
-}
-
-/// `hsaKmtPcSamplingStart` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPcSamplingStart(_node_id: HSAuint32, _trace_id: HsaPcSamplingTraceId) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtPcSamplingStart")
-}
-
-/// `hsaKmtPcSamplingStop` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPcSamplingStop(_node_id: HSAuint32, _trace_id: HsaPcSamplingTraceId) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtPcSamplingStop")
 }
 
 /// `hsaKmtAisReadWriteFile` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

@@ -68,7 +68,8 @@ pub fn run(data: &[u8]) {
         }
         let _ = w.m.gpu_write(w.gpu, va, &chunk);
     }
-    let desc = RingDesc { gpu_id: w.gpu, queue_id: 1, kind, ring_va, ring_bytes, rptr_va: addr(&mut b), wptr_va: 0, ctx_va: 0 };
+    let desc =
+        RingDesc { gpu_id: w.gpu, queue_id: 1, kind, ring_va, ring_bytes, rptr_va: addr(&mut b), wptr_va: 0, ctx_va: 0, doorbell: 0 };
     let mut p = RingProgress { read: u64::from(b.u32() % 1024), ..RingProgress::default() };
     let write = p.read + u64::from(b.u32() % 4096);
     for _ in 0..8 {

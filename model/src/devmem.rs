@@ -109,6 +109,9 @@ struct SharedData {
     /// Per GPU (index into the model's GPU list): the pid holding AMDKFD_IOC_PROFILER's
     /// profiling lock, 0 = none.
     profiler_owner: [u32; MAX_GPUS],
+    /// Per GPU (index into the model's GPU list): the pid holding its SPM (AMDKFD_IOC_RLC_SPM),
+    /// 0 = none.
+    spm_owner: [u32; MAX_GPUS],
 }
 
 /// The control block as mapped: a lock word on its own cache line, then the data.
@@ -355,6 +358,24 @@ impl Locked<'_> {
     /// The pid holding GPU `gpu`'s profiling lock (0: none or a dead holder).
     pub(crate) fn profiler_owner(&self, gpu: usize) -> u32 {
         self.data.profiler_owner.get(gpu).copied().filter(|&o| o != 0 && pid_alive(o)).unwrap_or(0)
+    }
+
+    /// Take GPU `gpu`'s SPM for `pid`: EBUSY while another live process holds it (a dead
+    /// holder's is taken over).
+    pub(crate) fn spm_take(&mut self, gpu: usize, pid: u32) -> Result<(), i32> {
+        let owner = self.data.spm_owner.get_mut(gpu).ok_or(libc::EINVAL)?;
+        if *owner != 0 && *owner != pid && pid_alive(*owner) {
+            return Err(libc::EBUSY);
+        }
+        *owner = pid;
+        Ok(())
+    }
+
+    /// Give GPU `gpu`'s SPM back if `pid` holds it.
+    pub(crate) fn spm_drop(&mut self, gpu: usize, pid: u32) {
+        if let Some(owner) = self.data.spm_owner.get_mut(gpu).filter(|o| **o == pid) {
+            *owner = 0;
+        }
     }
 
     /// Reap arenas whose owner died: drop their IPC holds and punch their windows (except

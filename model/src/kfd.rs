@@ -18,7 +18,7 @@
 //! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
 //!
 //! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`, the queue ioctls in
-//! `queues.rs`, SVM and XNACK in `svm.rs`, SMI_EVENTS in `smi.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
+//! `queues.rs`, SVM and XNACK in `svm.rs`, SMI_EVENTS in `smi.rs`, RLC_SPM in `spm.rs`, PC_SAMPLE in `pcs.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
 //! header + nattr attributes in the request's size field, and the whole of it is copied in and
 //! back.
 
@@ -77,6 +77,8 @@ enum Handler {
     Trap,
     SmiEvents,
     DbgTrap,
+    RlcSpm,
+    PcSample,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// AMDKFD_IOC_PROFILER, amdgpu-dkms's form (0x86, union at offset 8).
@@ -139,8 +141,8 @@ const DKMS_TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_IPC_EXPORT_HANDLE, Handler::IpcExport),
     (0, Handler::NotModelled),
     (AMDKFD_IOC_CROSS_MEMORY_COPY, Handler::NotModelled),
-    (AMDKFD_IOC_RLC_SPM, Handler::NotModelled),
-    (AMDKFD_IOC_PC_SAMPLE, Handler::NotModelled),
+    (AMDKFD_IOC_RLC_SPM, Handler::RlcSpm),
+    (AMDKFD_IOC_PC_SAMPLE, Handler::PcSample),
     (AMDKFD_IOC_PROFILER, Handler::ProfilerDkms),
     (AMDKFD_IOC_AIS_OP, Handler::NotModelled),
 ];
@@ -375,6 +377,8 @@ impl Model {
             Handler::QueueGws => self.ioctl_alloc_queue_gws(buf),
             Handler::Trap => self.ioctl_set_trap_handler(buf),
             Handler::SmiEvents => self.ioctl_smi_events(buf),
+            Handler::RlcSpm => self.ioctl_rlc_spm(buf),
+            Handler::PcSample => self.ioctl_pc_sample(buf),
             Handler::Deprecated => Err(EPERM),
             Handler::NotModelled | Handler::DbgTrap => Err(ENOTTY),
         }

@@ -625,6 +625,8 @@ impl Model {
         if st.pid == current_pid() {
             self.debug_unregister();
         }
+        self.spm_release_all();
+        self.pcs_release_all();
         // kfd_process_destroy_pdds: PROCESS_END for each device whose VM was acquired.
         for (i, vm) in st.vms.iter().enumerate() {
             if vm.is_some() {

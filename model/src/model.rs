@@ -234,6 +234,10 @@ pub struct Model {
     pub(crate) irq_sink: OnceLock<IrqSink>,
     /// The stand-in KFD file for debug events (`debug.rs`).
     pub(crate) null_file: OnceLock<Option<OwnedFd>>,
+    /// SPM of every GPU and the counters it streams (`spm.rs`; own locks, leaves).
+    pub(crate) spm: crate::spm::Spm,
+    /// PC sampling sessions (`pcs.rs`; own lock, a leaf).
+    pub(crate) pcs: crate::pcs::Pcs,
 }
 
 /// An interrupt consumer: called with the interrupt's context id (masked to its valid bits).
@@ -324,6 +328,8 @@ impl Model {
             smi: Default::default(),
             irq_sink: OnceLock::new(),
             null_file: OnceLock::new(),
+            spm: crate::spm::Spm::new(n),
+            pcs: crate::pcs::Pcs::new(n),
         })
     }
 

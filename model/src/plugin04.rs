@@ -538,6 +538,8 @@ unsafe extern "C" fn register_queue(model: *mut c_void, info: *mut QueueInfo04) 
             wptr_va: q.write_pointer_address,
             // Upstream's thunk gives the plugin no context save area: no CWSR error word.
             ctx_va: 0,
+            // The client's doorbell is its own memory, not a slot of a KFD doorbell slice.
+            doorbell: 0,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let (m, s) = (d.model.clone(), stop.clone());

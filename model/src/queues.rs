@@ -190,6 +190,7 @@ impl Queue {
             rptr_va: self.rptr,
             wptr_va: self.wptr,
             ctx_va: self.ctx_va,
+            doorbell: self.doorbell,
         }
     }
 }

@@ -57,6 +57,7 @@ fn race(m: &Model, g: u32, gpu_va: u64, cpu: u64) {
         rptr_va: gpu_va + RPTR_OFF,
         wptr_va: 0,
         ctx_va: 0,
+        doorbell: 0,
     };
     let doorbell = MaxDoorbell(AtomicU64::new(0));
     let write_index = Box::new(AtomicU64::new(0));

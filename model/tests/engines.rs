@@ -118,7 +118,20 @@ struct Ring {
 
 impl Ring {
     fn new(kind: EngineKind, va: u64, bytes: u64, rptr: u64) -> Ring {
-        Ring { desc: RingDesc { gpu_id: 0, queue_id: 1, kind, ring_va: va, ring_bytes: bytes, rptr_va: rptr, wptr_va: 0, ctx_va: 0 }, w: 0 }
+        Ring {
+            desc: RingDesc {
+                gpu_id: 0,
+                queue_id: 1,
+                kind,
+                ring_va: va,
+                ring_bytes: bytes,
+                rptr_va: rptr,
+                wptr_va: 0,
+                ctx_va: 0,
+                doorbell: 0,
+            },
+            w: 0,
+        }
     }
     fn unit(&self) -> u64 {
         match self.desc.kind {
@@ -562,7 +575,7 @@ fn random_rings_never_crash_or_hang() {
         // Indirect buffers and kernargs see noise too.
         let ib_words: Vec<u8> = (0..64).flat_map(|_| rng.dword(EngineKind::Pm4).to_le_bytes()).collect();
         f.put(IB, &ib_words);
-        let desc = RingDesc { gpu_id: f.g, queue_id: 1, kind, ring_va, ring_bytes, rptr_va: RPTR, wptr_va: 0, ctx_va: 0 };
+        let desc = RingDesc { gpu_id: f.g, queue_id: 1, kind, ring_va, ring_bytes, rptr_va: RPTR, wptr_va: 0, ctx_va: 0, doorbell: 0 };
         let units = match kind {
             EngineKind::Aql => 64,
             EngineKind::Pm4 => 4,

@@ -253,8 +253,17 @@ fn sdma_copies_from_a_bo_into_svm_memory() {
     let mut ring = sdmab(sdma::Repr::copy_linear(SRC, mem.page(0) + 100, data.len() as u32));
     ring.extend(sdmab(sdma::Repr::copy_linear(SRC, mem.page(2), 16)));
     m.gpu_write(g, RING, &ring).unwrap();
-    let desc =
-        RingDesc { gpu_id: g, queue_id: 1, kind: EngineKind::Sdma, ring_va: RING, ring_bytes: 4096, rptr_va: RPTR, wptr_va: 0, ctx_va: 0 };
+    let desc = RingDesc {
+        gpu_id: g,
+        queue_id: 1,
+        kind: EngineKind::Sdma,
+        ring_va: RING,
+        ring_bytes: 4096,
+        rptr_va: RPTR,
+        wptr_va: 0,
+        ctx_va: 0,
+        doorbell: 0,
+    };
     let mut p = RingProgress::default();
     assert_eq!(m.engine_run(&desc, &mut p, ring.len() as u64, 100), RunEnd::Stopped);
     assert_eq!(mem.cpu(100, data.len()), data, "the CPU sees the GPU's copy");

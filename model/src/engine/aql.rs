@@ -62,7 +62,14 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
                     return Err(bad_ec(at, "kernel dispatch with an empty grid or workgroup", EC_QUEUE_PACKET_DISPATCH_DIM_INVALID));
                 }
                 x.count_dispatch(k.grid_size, k.workgroup_size);
-                kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
+                let d = crate::pcs::Dispatch {
+                    kernel_object: k.kernel_object,
+                    grid: k.grid_size,
+                    wg: k.workgroup_size,
+                    index: at,
+                    doorbell: x.ring.doorbell,
+                };
+                crate::pcs::sampled(x, &d, || kernels::run(x, k.kernel_object, k.kernarg_address, at))?;
                 x.steps += 1;
                 k.completion_signal
             }
@@ -193,6 +200,7 @@ mod tests {
             rptr_va: RPTR,
             wptr_va: 0,
             ctx_va: 0,
+            doorbell: 0,
         };
         // A slot whose body is not written yet (garbage: a dispatch with an empty grid, which
         // would stop the queue if it were read) and whose header is still INVALID.
@@ -238,6 +246,7 @@ mod tests {
             rptr_va: RPTR,
             wptr_va: 0,
             ctx_va: 0,
+            doorbell: 0,
         };
         let packet = aql::Repr::new(Body::BarrierAnd(Barrier::new([SIG, 0, 0, 0, 0]))).to_bytes();
         m.gpu_write(g, RING, &packet).unwrap();

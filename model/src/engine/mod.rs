@@ -67,6 +67,9 @@ pub struct RingDesc {
     /// runtime left the address of its error word and the id of its queue-error event); 0:
     /// none (SDMA queues, CWSR-less GPUs).
     pub ctx_va: u64,
+    /// The queue's doorbell index in its process's doorbell slice (what a wave's
+    /// MSG_GET_DOORBELL answers; 0 where not known).
+    pub doorbell: u32,
 }
 
 /// Why a queue stopped for good (until it is destroyed).
@@ -505,6 +508,7 @@ mod stop_log_tests {
             rptr_va: 0,
             wptr_va: 0,
             ctx_va: 0,
+            doorbell: 0,
         };
         let e = QueueError::BadPacket { at: 4096 + 24, what: "unknown SDMA opcode", ec: 0 };
         let mut bytes = [0u8; 8];
@@ -626,6 +630,7 @@ mod tests {
             rptr_va: RPTR,
             wptr_va: 0,
             ctx_va: 0,
+            doorbell: 0,
         };
         let mut p = RingProgress::default();
         trace::start();
@@ -670,6 +675,7 @@ mod tests {
             rptr_va: RPTR,
             wptr_va: 0,
             ctx_va: 0,
+            doorbell: 0,
         };
         let mut p = RingProgress::default();
         trace::start();
