@@ -854,3 +854,30 @@ fn debugger_from_c() {
     let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi300x"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("debug: OK"), "{}", show(&o));
 }
+
+/// SPM through hsaKmtSPM* (ffi/tests/c/spm.c): samples while SDMA work runs, the retired
+/// buffer's header, data loss, a timeout with no work, another process refused, release,
+/// bad input; on a mainline KFD (no DKMS ioctls) ERROR.
+#[test]
+fn spm_from_c() {
+    let s = setup();
+    let e = exe(s, "spm");
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi300x"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("spm: OK"), "mi300x:\n{}", show(&o));
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_DKMS", "0").env("SPM_MAINLINE", "1"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("spm: OK"), "mainline:\n{}", show(&o));
+}
+
+/// PC sampling through hsaKmtPcSampling* (ffi/tests/c/pc_sampling.c): the methods per GPU are
+/// the KFD's table (gfx90a: host trap; gfx942: host trap and stochastic; others none).
+#[test]
+fn pc_sampling_from_c() {
+    let s = setup();
+    let e = exe(s, "pc_sampling");
+    for (model, methods) in [("mi300x", "2"), ("mi210", "1"), ("rx7900xtx", "0"), ("mi25", "0")] {
+        let o = run(clean_cmd(&e).env("HSAKMT_MODEL", model).env("PCS_METHODS", methods));
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("pc_sampling: OK"), "{model}:\n{}", show(&o));
+    }
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_KFD_VERSION", "1.15").env("PCS_OLD_KFD", "1"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("pc_sampling: OK"), "KFD 1.15:\n{}", show(&o));
+}
