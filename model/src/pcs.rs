@@ -287,9 +287,9 @@ impl Dispatch {
         (0..3)
             .map(|d| {
                 let w = u64::from(self.wg[d]).max(1);
-                w.min(u64::from(self.grid[d]).saturating_sub(id[d] * w))
+                w.min(u64::from(self.grid[d]).saturating_sub(id[d].saturating_mul(w)))
             })
-            .product()
+            .fold(1, u64::saturating_mul)
     }
 }
 
@@ -315,9 +315,9 @@ pub(crate) fn sampled<R>(
     let start = std::time::Instant::now();
     let r = run();
     let traps = (start.elapsed().as_micros() as u64 / us).min(MAX_TRAPS);
-    let ticks = x.m.gpus[g].counter_hz / 1_000_000 * us;
+    let ticks = (x.m.gpus[g].counter_hz / 1_000_000).saturating_mul(us);
     for k in 1..=traps {
-        hosttrap_sample(x, d, k, t0 + k * ticks);
+        hosttrap_sample(x, d, k, t0.saturating_add(k.saturating_mul(ticks)));
     }
     r
 }
@@ -335,13 +335,13 @@ pub(crate) fn hosttrap_sample(x: &Exec<'_>, d: &Dispatch, k: u64, ts: u64) -> bo
     let wave_lanes: u64 = if x.gfx_version().0 >= 10 { 32 } else { 64 };
     // Which wave the trap lands on: workgroups in order (x fastest), then the waves in them.
     let [gx, gy, gz] = d.groups();
-    let groups = gx * gy * gz;
-    let lin = k % groups.max(1);
-    let id = [lin % gx, (lin / gx) % gy, lin / (gx * gy)];
+    let groups = gx.saturating_mul(gy).saturating_mul(gz).max(1);
+    let lin = k % groups;
+    let id = [lin % gx.max(1), (lin / gx.max(1)) % gy.max(1), lin / gx.saturating_mul(gy).max(1)];
     let items = d.items_in(id);
     let waves = items.div_ceil(wave_lanes).max(1);
-    let wave = (k / groups.max(1)) % waves;
-    let lanes = (items - wave * wave_lanes).min(wave_lanes);
+    let wave = (k / groups) % waves;
+    let lanes = items.saturating_sub(wave * wave_lanes).min(wave_lanes);
     let exec = if lanes >= 64 { u64::MAX } else { (1u64 << lanes) - 1 };
     let r = (|| -> Result<(), crate::engine::Halt> {
         let hb: u64 = x.load(tma, Ordering::Acquire)?;
@@ -351,11 +351,12 @@ pub(crate) fn hosttrap_sample(x: &Exec<'_>, d: &Dispatch, k: u64, ts: u64) -> bo
         let entry = x.m.gpu_atomic_u64(gpu, hb, AtomicOp::Add, 1)?;
         let buf = entry >> 63;
         let local = entry & (u64::MAX >> 1);
-        let size = u64::from(x.load::<u32>(hb + 8, Ordering::Relaxed)?);
+        let size = u64::from(x.load::<u32>(hb.wrapping_add(8), Ordering::Relaxed)?);
         if local >> 32 != 0 || local >= size {
             return Ok(()); // lost: the buffer in use is full
         }
-        let at = hb + BUFFERS_AT + buf * size * HOSTTRAP_SAMPLE_BYTES + local * HOSTTRAP_SAMPLE_BYTES;
+        // Wrapping, as the handler's 64-bit address arithmetic; a wild address faults.
+        let at = hb.wrapping_add(BUFFERS_AT).wrapping_add((buf * size + local) * HOSTTRAP_SAMPLE_BYTES);
         let mut s = [0u8; HOSTTRAP_SAMPLE_BYTES as usize];
         s[0..8].copy_from_slice(&d.kernel_object.to_le_bytes());
         s[8..16].copy_from_slice(&exec.to_le_bytes());
@@ -368,15 +369,15 @@ pub(crate) fn hosttrap_sample(x: &Exec<'_>, d: &Dispatch, k: u64, ts: u64) -> bo
         let corr = (u64::from(d.doorbell) & 0x3ff) << 32 | (d.index & 0x1ff_ffff);
         s[0x38..0x40].copy_from_slice(&corr.to_le_bytes());
         x.write(at, &s)?;
-        let done = x.m.gpu_atomic_u32(gpu, hb + 0x10 + 0x10 * buf, AtomicOp::Add, 1)?;
-        let watermark: u32 = x.load(hb + 0x14 + 0x10 * buf, Ordering::Relaxed)?;
+        let done = x.m.gpu_atomic_u32(gpu, hb.wrapping_add(0x10 + 0x10 * buf), AtomicOp::Add, 1)?;
+        let watermark: u32 = x.load(hb.wrapping_add(0x14 + 0x10 * buf), Ordering::Relaxed)?;
         if done == watermark {
             // send_signal: value 0, then the event mailbox and interrupt when both are set.
-            let sig: u64 = x.load(hb + 0x18 + 0x10 * buf, Ordering::Relaxed)?;
+            let sig: u64 = x.load(hb.wrapping_add(0x18 + 0x10 * buf), Ordering::Relaxed)?;
             if sig != 0 {
-                x.store(sig + 8, 0u64, Ordering::Relaxed)?;
-                let mailbox: u64 = x.load(sig + 0x10, Ordering::Relaxed)?;
-                let event_id: u32 = x.load(sig + 0x18, Ordering::Relaxed)?;
+                x.store(sig.wrapping_add(8), 0u64, Ordering::Relaxed)?;
+                let mailbox: u64 = x.load(sig.wrapping_add(0x10), Ordering::Relaxed)?;
+                let event_id: u32 = x.load(sig.wrapping_add(0x18), Ordering::Relaxed)?;
                 if mailbox != 0 && event_id != 0 {
                     x.store(mailbox, event_id, Ordering::Relaxed)?;
                     x.interrupt(event_id, 32);

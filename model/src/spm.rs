@@ -110,7 +110,7 @@ impl SpmState {
             let contiguous = self.ring_len.min(self.ring.len() - self.ring_head);
             let n = contiguous.min(space);
             let chunk = &self.ring[self.ring_head..self.ring_head + n];
-            if copy_to_user(addr as usize + self.copied as usize, chunk).is_err() {
+            if copy_to_user((addr as usize).wrapping_add(self.copied as usize), chunk).is_err() {
                 self.data_loss = true;
                 return;
             }
@@ -255,10 +255,10 @@ impl Model {
                 has_data_loss: u32::from(st.data_loss),
                 reserved: [0; 5],
             };
-            copy_to_user((addr - u64::from(HEADER_BYTES)) as usize, header.as_bytes()).map_err(|_| libc::EFAULT)?;
+            copy_to_user(addr.wrapping_sub(u64::from(HEADER_BYTES)) as usize, header.as_bytes()).map_err(|_| libc::EFAULT)?;
         }
         if a.dest_buf != 0 {
-            st.buf = Some((a.dest_buf + u64::from(HEADER_BYTES), size - HEADER_BYTES));
+            st.buf = Some((a.dest_buf.wrapping_add(u64::from(HEADER_BYTES)), size - HEADER_BYTES));
             st.copied = 0;
             st.filled = false;
             st.data_loss = false;
