@@ -68,6 +68,9 @@ pub struct Context {
     cfg: OpenConfig,
     acquired: Option<Acquired>,
     runtime_caps: u32,
+    /// What the last successful RuntimeEnable passed (`r_debug`, TTMP set-up), until
+    /// RuntimeDisable: the per-process runtime state the KFD keeps (`kfd_runtime_info`).
+    runtime: Option<(u64, bool)>,
     /// Render-node fds by minor, opened once and kept for the life of the context: the KFD
     /// binds a GPU's VM to the DRM file of the first ACQUIRE_VM and refuses (EBUSY) another
     /// file later, so a re-acquired snapshot must present the same fd (upstream caches them).
@@ -118,6 +121,7 @@ impl Context {
             cfg,
             acquired: None,
             runtime_caps: 0,
+            runtime: None,
             render_fds: Vec::new(),
             amdgpu_devices: Vec::new(),
             events: Default::default(),
@@ -665,6 +669,7 @@ impl Context {
         match ioctl_plain(&*self.kfd, &mut a) {
             Ok(()) => {
                 self.runtime_caps = a.capabilities_mask;
+                self.runtime = Some((r_debug, setup_ttmp));
                 Ok(())
             }
             Err(Errno(Errno::EBUSY)) => Err(Status::UNAVAILABLE),
@@ -675,7 +680,54 @@ impl Context {
     pub fn runtime_disable(&mut self) -> KmtResult<()> {
         self.check_runtime_debug_support()?;
         let mut a: kfd_ioctl_runtime_enable_args = zeroed();
-        ioctl_plain(&*self.kfd, &mut a).map_err(|_| Status::ERROR)
+        ioctl_plain(&*self.kfd, &mut a).map_err(|_| Status::ERROR)?;
+        self.runtime = None;
+        Ok(())
+    }
+
+    /// hsaKmtGetCoreRuntimeInfo: the runtime state RuntimeEnable established, as the KFD keeps
+    /// it per process (`kfd_runtime_info`, what the debugger's ENABLE hands out and a GPU core
+    /// dump records): `r_debug`, ENABLED or DISABLED, TTMP set-up.
+    pub fn core_runtime_info(&self) -> kfd_runtime_info {
+        let (r_debug, ttmp) = self.runtime.unwrap_or((0, false));
+        kfd_runtime_info {
+            r_debug,
+            runtime_state: if self.runtime.is_some() { DEBUG_RUNTIME_STATE_ENABLED } else { DEBUG_RUNTIME_STATE_DISABLED },
+            ttmp_setup: u32::from(ttmp),
+        }
+    }
+
+    /// hsaKmtGetCoreDeviceInfo: the GPU `gpu_id`'s entry as the KFD's device snapshot fills it
+    /// (kfd_dbg_trap_device_snapshot), from the topology snapshot and the process's apertures:
+    /// no pending exceptions; LDS, scratch and GPUVM apertures; ids; the gfx target; SIMDs,
+    /// waves per SIMD, shader arrays (`array_count`), arrays per engine, XCCs; capability and
+    /// debug properties. The KFD's sysfs carries no PCI revision or subsystem ids: 0.
+    /// INVALID_NODE_UNIT before AcquireSystemProperties, INVALID_PARAMETER for an id no GPU
+    /// node has.
+    pub fn core_device_info(&self, gpu_id: u32) -> KmtResult<kfd_dbg_device_info_entry> {
+        let a = self.acquired.as_ref().ok_or(Status::INVALID_NODE_UNIT)?;
+        let i = a.topology.nodes.iter().position(|n| n.gpu_id == gpu_id && gpu_id != 0).ok_or(Status::INVALID_PARAMETER)?;
+        let p = &a.topology.nodes[i].props;
+        let ap = a.apertures.get(i).copied().unwrap_or_default();
+        let e = p.EngineId;
+        let mut d: kfd_dbg_device_info_entry = zeroed();
+        (d.lds_base, d.lds_limit) = ap.lds;
+        (d.scratch_base, d.scratch_limit) = ap.scratch;
+        (d.gpuvm_base, d.gpuvm_limit) = ap.gpuvm;
+        d.gpu_id = gpu_id;
+        d.location_id = p.LocationId;
+        d.vendor_id = u32::from(p.VendorId);
+        d.device_id = u32::from(p.DeviceId);
+        d.fw_version = e.bf_uCode();
+        d.gfx_target_version = e.bf_Major() * 10000 + e.bf_Minor() * 100 + e.bf_Stepping();
+        d.simd_count = p.NumFComputeCores;
+        d.max_waves_per_simd = p.MaxWavesPerSIMD;
+        d.array_count = p.NumShaderBanks.saturating_mul(p.NumArrays);
+        d.simd_arrays_per_engine = p.NumArrays;
+        d.num_xcc = p.NumXcc;
+        d.capability = p.Capability.Value;
+        d.debug_prop = p.DebugProperties.Value as u32;
+        Ok(d)
     }
 
     /// The capabilities the last successful RuntimeEnable reported (0 before one).

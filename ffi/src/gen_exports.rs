@@ -4,8 +4,8 @@
 // file defines (`extern "C" fn <name>(`), so libhsakmt.so always exports the full API.
 // RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR
 // REMOVED: a stub left behind collides with the real export at link time.
-// Hand-written exports at generation time (105): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDbgAddressWatch, hsaKmtDbgDisable, hsaKmtDbgEnable, hsaKmtDbgGetDeviceData, hsaKmtDbgGetQueueData, hsaKmtDbgRegister, hsaKmtDbgUnregister, hsaKmtDbgWavefrontControl, hsaKmtDebugTrapIoctl, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtOpenSMI, hsaKmtPcSamplingCreate, hsaKmtPcSamplingDestroy, hsaKmtPcSamplingQueryCapabilities, hsaKmtPcSamplingStart, hsaKmtPcSamplingStop, hsaKmtPcSamplingSupport, hsaKmtPmcAcquireTraceAccess, hsaKmtPmcGetCounterProperties, hsaKmtPmcQueryTrace, hsaKmtPmcRegisterTrace, hsaKmtPmcReleaseTraceAccess, hsaKmtPmcStartTrace, hsaKmtPmcStopTrace, hsaKmtPmcUnregisterTrace, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSPMAcquire, hsaKmtSPMRelease, hsaKmtSPMSetDestBuffer, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
-// Stubs: 83.
+// Hand-written exports at generation time (107): hsaKmtAcquireSystemProperties, hsaKmtAllocMemory, hsaKmtAllocMemoryAlign, hsaKmtAllocMemoryHostGtt, hsaKmtAllocQueueGWS, hsaKmtAvailableMemory, hsaKmtCheckRuntimeDebugSupport, hsaKmtCloseKFD, hsaKmtCreateEvent, hsaKmtCreateQueue, hsaKmtCreateQueueExt, hsaKmtCreateQueueV2, hsaKmtDbgAddressWatch, hsaKmtDbgDisable, hsaKmtDbgEnable, hsaKmtDbgGetDeviceData, hsaKmtDbgGetQueueData, hsaKmtDbgRegister, hsaKmtDbgUnregister, hsaKmtDbgWavefrontControl, hsaKmtDebugTrapIoctl, hsaKmtDeregisterMemory, hsaKmtDestroyEvent, hsaKmtDestroyQueue, hsaKmtExportDMABufHandle, hsaKmtFreeMemory, hsaKmtGetAMDGPUDeviceHandle, hsaKmtGetAmdGPUDeviceFd, hsaKmtGetClockCounters, hsaKmtGetCoreDeviceInfo, hsaKmtGetCoreRuntimeInfo, hsaKmtGetKernelQueueId, hsaKmtGetNodeCacheProperties, hsaKmtGetNodeIoLinkProperties, hsaKmtGetNodeMemoryProperties, hsaKmtGetNodeProperties, hsaKmtGetNodeWallclockFrequency, hsaKmtGetQueueInfo, hsaKmtGetRuntimeCapabilities, hsaKmtGetTileConfig, hsaKmtGetVersion, hsaKmtGetXNACKMode, hsaKmtHandleExport, hsaKmtHandleImport, hsaKmtMapGraphicHandle, hsaKmtMapMemoryToGPU, hsaKmtMapMemoryToGPUNodes, hsaKmtMemHandleFree, hsaKmtMemHandleFreePreserveMetadata, hsaKmtMemoryCpuMap, hsaKmtMemoryGetCpuAddr, hsaKmtMemoryVaMap, hsaKmtMemoryVaUnmap, hsaKmtModelEnabled, hsaKmtOpenKFD, hsaKmtOpenSMI, hsaKmtPcSamplingCreate, hsaKmtPcSamplingDestroy, hsaKmtPcSamplingQueryCapabilities, hsaKmtPcSamplingStart, hsaKmtPcSamplingStop, hsaKmtPcSamplingSupport, hsaKmtPmcAcquireTraceAccess, hsaKmtPmcGetCounterProperties, hsaKmtPmcQueryTrace, hsaKmtPmcRegisterTrace, hsaKmtPmcReleaseTraceAccess, hsaKmtPmcStartTrace, hsaKmtPmcStopTrace, hsaKmtPmcUnregisterTrace, hsaKmtProcessVMRead, hsaKmtProcessVMWrite, hsaKmtQueryEventState, hsaKmtQueryPointerInfo, hsaKmtQueueRingDoorbell, hsaKmtRegisterGraphicsHandleToNodes, hsaKmtRegisterGraphicsHandleToNodesExt, hsaKmtRegisterMemory, hsaKmtRegisterMemoryToNodes, hsaKmtRegisterMemoryWithFlags, hsaKmtRegisterSharedHandle, hsaKmtRegisterSharedHandleToNodes, hsaKmtReleaseSystemProperties, hsaKmtReportQueue, hsaKmtResetEvent, hsaKmtRuntimeDisable, hsaKmtRuntimeEnable, hsaKmtSPMAcquire, hsaKmtSPMRelease, hsaKmtSPMSetDestBuffer, hsaKmtSVMGetAttr, hsaKmtSVMSetAttr, hsaKmtSetEvent, hsaKmtSetMemoryPolicy, hsaKmtSetMemoryUserData, hsaKmtSetQueueCUMask, hsaKmtSetSigbusDelay, hsaKmtSetTrapHandler, hsaKmtSetXNACKMode, hsaKmtShareMemory, hsaKmtUnmapGraphicHandle, hsaKmtUnmapMemoryToGPU, hsaKmtUpdateQueue, hsaKmtWaitOnEvent, hsaKmtWaitOnEvent_Ext, hsaKmtWaitOnMultipleEvents, hsaKmtWaitOnMultipleEvents_Ext
+// Stubs: 81.
 
 use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::abi::hsakmt::{
@@ -15,7 +15,7 @@ use hsakmt_core::abi::hsakmt::{
     HsaSharedMemoryHandle, HsaSystemProperties, HSAKMT_STATUS, HSA_EXTERNAL_SEMAPHORE_HANDLE, HSA_EXTERNAL_SEMAPHORE_HANDLE_TYPE,
     HSA_QUEUEID, HSA_QUEUE_PRIORITY, HSA_QUEUE_TYPE, HSA_REGISTER_MEM_FLAGS, HSA_SVM_ATTRIBUTE,
 };
-use hsakmt_core::abi::kfd::{kfd_dbg_device_info_entry, kfd_ioctl_dbg_trap_args, kfd_runtime_info};
+use hsakmt_core::abi::kfd::kfd_ioctl_dbg_trap_args;
 
 /// `hsaKmtImportExternalSemaphore` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
 ///
@@ -64,24 +64,6 @@ pub unsafe extern "C" fn hsaKmtQueueWaitExternalSemaphore(
     _value: HSAuint64,
 ) -> HSAKMT_STATUS {
     crate::boundary::not_supported("hsaKmtQueueWaitExternalSemaphore")
-}
-
-/// `hsaKmtGetCoreRuntimeInfo` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetCoreRuntimeInfo(_runtime_info: *mut kfd_runtime_info) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetCoreRuntimeInfo")
-}
-
-/// `hsaKmtGetCoreDeviceInfo` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.
-///
-/// # Safety
-/// Callable with any arguments: none of them is read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtGetCoreDeviceInfo(_gpu_id: HSAuint32, _device_info: *mut kfd_dbg_device_info_entry) -> HSAKMT_STATUS {
-    crate::boundary::not_supported("hsaKmtGetCoreDeviceInfo")
 }
 
 /// `hsaKmtReplaceAsanHeaderPage` (hsakmt.h): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`.

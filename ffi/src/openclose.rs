@@ -103,6 +103,44 @@ pub unsafe extern "C" fn hsaKmtGetRuntimeCapabilities(caps_mask: *mut HSAuint32)
     })
 }
 
+/// The runtime state RuntimeEnable left (`r_debug`, ENABLED/DISABLED, TTMP set-up), as the KFD
+/// keeps it per process; what a GPU core dump records. Upstream declares it in the newest
+/// headers; its Linux implementation is not public (its WSL thunk answers NOT_SUPPORTED), so
+/// the semantics are those of the runtime that calls it (ROCr's core dump: "cached from
+/// runtime_enable").
+///
+/// # Safety
+/// `runtime_info` is NULL (INVALID_PARAMETER) or valid for writing one `kfd_runtime_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetCoreRuntimeInfo(runtime_info: *mut hsakmt_core::abi::kfd::kfd_runtime_info) -> HSAKMT_STATUS {
+    guard("hsaKmtGetCoreRuntimeInfo", || {
+        let info = with_ctx(|c| Ok(c.core_runtime_info()))?;
+        // SAFETY: the C caller's pointer contract.
+        *unsafe { out(runtime_info) }? = info;
+        Ok(())
+    })
+}
+
+/// The device-snapshot entry of the GPU `gpu_id` (a KFD gpu_id, as ROCr passes it), as the
+/// KFD's DBG_TRAP device snapshot fills it, from the topology and the process's apertures.
+/// Same provenance as [`hsaKmtGetCoreRuntimeInfo`].
+///
+/// # Safety
+/// `device_info` is NULL (INVALID_PARAMETER) or valid for writing one
+/// `kfd_dbg_device_info_entry`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetCoreDeviceInfo(
+    gpu_id: HSAuint32,
+    device_info: *mut hsakmt_core::abi::kfd::kfd_dbg_device_info_entry,
+) -> HSAKMT_STATUS {
+    guard("hsaKmtGetCoreDeviceInfo", || {
+        let d = with_ctx(|c| c.core_device_info(gpu_id))?;
+        // SAFETY: the C caller's pointer contract.
+        *unsafe { out(device_info) }? = d;
+        Ok(())
+    })
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn hsaKmtCheckRuntimeDebugSupport() -> HSAKMT_STATUS {
     guard("hsaKmtCheckRuntimeDebugSupport", || {
