@@ -3,7 +3,9 @@
  * rocprofiler-sdk's gfx90a/gfx940 counter ids (SPI_CSN_NUM_THREADGROUPS 49, TCC_EA_WRREQ 26,
  * TCC_EA_RDREQ 38, SQ_WAVES 4, SQ_ITEMS 14) written here by hand; a trace of model-counted
  * counters around an SDMA copy of N bytes written by hand (COPY_LINEAR, then FENCE + TRAP), whose
- * TCC request deltas must be N / 64 each and the dispatch counters 0; every bad input with its
+ * TCC request deltas must be N / 64 each and the dispatch counters 0, then around an AQL dispatch
+ * of the model's NOP kernel over 1000 work-items in workgroups of 64 (16 workgroups, 16 waves,
+ * 1000 items, no data requests); every bad input with its
  * status; a forked process finding the access held (UNAVAILABLE); release and unregister leave
  * nothing held (the child can then acquire). Exit 0 on success. */
 #include <hsakmt/hsakmt.h>
@@ -232,6 +234,41 @@ int main(void)
 	EXPECT(buf[4] == N_BYTES / 64);
 	printf("deltas: spi %llu waves %llu items %llu rdreq %llu wrreq %llu\n", (unsigned long long)buf[0],
 	       (unsigned long long)buf[1], (unsigned long long)buf[2], (unsigned long long)buf[3], (unsigned long long)buf[4]);
+
+	/* ---- A profiled dispatch: the model's NOP kernel (a 256-byte aligned "HKMK" descriptor,
+	 * kernel id 0) over 1000 work-items in workgroups of 64 on an AQL queue: 16 workgroups
+	 * (15 full, one of 40), one wave of 64 lanes each on gfx9, 1000 items, no data moved. */
+	uint8_t *aring = gpu_host_memory(gpu, 4096);
+	uint64_t *aptr = gpu_host_memory(gpu, 4096);
+	uint32_t *kobj = gpu_host_memory(gpu, 4096);
+	EXPECT(aring && aptr && kobj);
+	kobj[0] = 0x4b4d4b48;
+	HsaQueueResource aq;
+	memset(&aq, 0, sizeof(aq));
+	aq.Queue_read_ptr_aql = &aptr[0];
+	aq.Queue_write_ptr_aql = &aptr[1];
+	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, aring, 4096, NULL, &aq) ==
+	       HSAKMT_STATUS_SUCCESS);
+	uint32_t *pkt = (uint32_t *)aring;
+	pkt[1] = 64 | (1u << 16);      /* workgroup_size_x 64, _y 1 */
+	pkt[2] = 1;                    /* workgroup_size_z 1 */
+	pkt[3] = 1000;                 /* grid_size_x */
+	pkt[4] = 1;                    /* grid_size_y */
+	pkt[5] = 1;                    /* grid_size_z */
+	*(uint64_t *)&pkt[8] = (uintptr_t)kobj; /* kernel_object */
+	/* header: KERNEL_DISPATCH (2), barrier, system acquire/release scopes; setup: 1 dimension */
+	__atomic_store_n(&pkt[0], (2u | (1u << 8) | (2u << 9) | (2u << 11)) | (1u << 16), __ATOMIC_RELEASE);
+	__atomic_store_n(&aptr[1], (HSAuint64)1, __ATOMIC_RELEASE);
+	EXPECT(hsaKmtQueueRingDoorbell(aq.QueueId, 0) == HSAKMT_STATUS_SUCCESS);
+	for (int k = 0; k < 10000 && __atomic_load_n(&aptr[0], __ATOMIC_ACQUIRE) != 1; k++)
+		usleep(1000);
+	EXPECT(__atomic_load_n(&aptr[0], __ATOMIC_ACQUIRE) == 1);
+	EXPECT(hsaKmtPmcQueryTrace(t) == HSAKMT_STATUS_SUCCESS);
+	printf("dispatch deltas: spi %llu waves %llu items %llu\n", (unsigned long long)buf[0], (unsigned long long)buf[1],
+	       (unsigned long long)buf[2]);
+	EXPECT(buf[0] == 16 && buf[1] == 16 && buf[2] == 1000);
+	EXPECT(buf[3] == N_BYTES / 64 && buf[4] == N_BYTES / 64);
+	EXPECT(hsaKmtDestroyQueue(aq.QueueId) == HSAKMT_STATUS_SUCCESS);
 
 	/* Stopped, the counts freeze: a second copy is not counted; stop twice is SUCCESS. */
 	EXPECT(hsaKmtPmcStopTrace(t) == HSAKMT_STATUS_SUCCESS);
