@@ -22,6 +22,13 @@ pub const KFD_MAJOR_VERSION: u32 = 1;
 /// RUNTIME_ENABLE arrived in KFD 1.13; older kernels get NOT_SUPPORTED without an ioctl.
 pub const RUNTIME_ENABLE_MIN_MINOR: u32 = 13;
 
+/// Mainline's `AMDKFD_IOC_CREATE_PROCESS` (KFD 1.19): `AMDKFD_IO(0x27)`, no argument. Issued on
+/// a further open of the KFD, it gives that file a secondary KFD process of its own; closing
+/// the file destroys it. (ROCm's bundled `kfd_ioctl.h` declares it `_IOWR(0x27, 8 bytes)`; the
+/// kernel replaces a caller's request with its own definition, so both reach a handler that
+/// reads nothing.)
+pub const AMDKFD_IOC_CREATE_PROCESS_MAINLINE: u32 = crate::abi::ioc::io(0x27);
+
 /// Settings read from the environment by the C shim at the first open.
 #[derive(Clone, Debug, Default)]
 pub struct OpenConfig {
@@ -84,6 +91,9 @@ pub struct Context {
     queues: Queues,
     /// Performance counters (`pmc`).
     pmc: crate::pmc::Pmc,
+    /// The process's primary context (its first open of the KFD), or a secondary one
+    /// ([`Context::open_secondary`]).
+    primary: bool,
 }
 
 /// A libdrm_amdgpu device on a render node of this context.
@@ -127,7 +137,35 @@ impl Context {
             events: Default::default(),
             queues: Default::default(),
             pmc: Default::default(),
+            primary: true,
         })
+    }
+
+    /// hsaKmtOpenSecondaryKFDCtx (upstream openclose.c): a further open of the KFD, then
+    /// `AMDKFD_IOC_CREATE_PROCESS` on it, gives a context with a KFD process of its own: its
+    /// own GPU VMs (its own render-node files), apertures, buffer objects, events, queues and
+    /// doorbells; nothing of this context is valid in it, nor the other way round. The open
+    /// failing is KERNEL_IO_CHANNEL_NOT_OPENED; a KFD without the ioctl (ENOTTY, before 1.19)
+    /// or refusing it (EINVAL) NOT_SUPPORTED; any other refusal ERROR. As upstream, the SVM API
+    /// is off in a secondary context (the kernel refuses SVM, userptr memory and the debug
+    /// trap to a secondary process); the rest of the settings are this context's.
+    pub fn open_secondary(&self) -> KmtResult<Context> {
+        let file = self.kfd.open_further().map_err(|_| Status::KERNEL_IO_CHANNEL_NOT_OPENED)?;
+        match crate::port::ioctl_no_arg(&*file, AMDKFD_IOC_CREATE_PROCESS_MAINLINE) {
+            Ok(()) => {}
+            Err(Errno(Errno::EINVAL | Errno::ENOTTY)) => return Err(Status::NOT_SUPPORTED),
+            Err(_) => return Err(Status::ERROR),
+        }
+        let mut cfg = self.cfg.clone();
+        cfg.topology.disable_svm = true;
+        let mut c = Context::open(file, cfg).map_err(|e| e.status)?;
+        c.primary = false;
+        Ok(c)
+    }
+
+    /// The process's first context (false: a secondary one).
+    pub fn is_primary(&self) -> bool {
+        self.primary
     }
 
     pub fn version(&self) -> HsaVersionInfo {
@@ -1053,16 +1091,25 @@ impl Drop for Context {
 /// Upstream's process-wide open/close rules around one `Context`: reference counting,
 /// KERNEL_ALREADY_OPENED for nested opens, and a forked child that inherited an open thunk
 /// sees KERNEL_IO_CHANNEL_NOT_OPENED until it opens again (and then starts clean).
+///
+/// Secondary contexts (hsaKmtOpenSecondaryKFDCtx) live here too, by token: they are opened
+/// only while the primary is, every call on one needs the primary open (upstream's
+/// CHECK_KFD_OPEN), they outlive a CloseKFD (usable again after the next OpenKFD, as upstream)
+/// and a forked child cannot use the ones it inherited (it forgets them when it reopens).
 #[derive(Default)]
 pub struct Thunk {
     open_count: u32,
     opener_pid: u32,
     ctx: Option<Context>,
+    /// Secondary contexts by token, and the pid that opened them.
+    secondaries: Vec<(u64, u32, Context)>,
+    /// The last token handed out (tokens are never reused).
+    last_token: u64,
 }
 
 impl Thunk {
     pub const fn new() -> Thunk {
-        Thunk { open_count: 0, opener_pid: 0, ctx: None }
+        Thunk { open_count: 0, opener_pid: 0, ctx: None, secondaries: Vec::new(), last_token: 0 }
     }
 
     fn forked(&self, pid: u32) -> bool {
@@ -1080,6 +1127,7 @@ impl Thunk {
             // parent's objects (dropping it only closes this process's copies of its fds).
             self.ctx = None;
             self.open_count = 0;
+            self.secondaries.retain(|(_, p, _)| *p == pid);
         }
         if self.open_count > 0 {
             self.open_count += 1;
@@ -1130,5 +1178,42 @@ impl Thunk {
             return Err(Status::KERNEL_IO_CHANNEL_NOT_OPENED);
         }
         self.ctx.as_mut().ok_or(Status::KERNEL_IO_CHANNEL_NOT_OPENED)
+    }
+
+    /// hsaKmtOpenSecondaryKFDCtx: a new secondary context ([`Context::open_secondary`]) and its
+    /// token (never 0, never reused). The primary must be open in this process.
+    pub fn open_secondary(&mut self, pid: u32) -> KmtResult<u64> {
+        let c = self.ctx(pid)?.open_secondary()?;
+        self.last_token += 1;
+        self.secondaries.push((self.last_token, pid, c));
+        Ok(self.last_token)
+    }
+
+    /// hsaKmtCloseSecondaryKFDCtx: the context goes (its KFD file is closed, which destroys its
+    /// KFD process and everything it held). An unknown or closed token is INVALID_PARAMETER
+    /// (upstream's answer for a NULL or primary context). Also after CloseKFD and in a forked
+    /// child (which only drops its copy), as upstream.
+    pub fn close_secondary(&mut self, token: u64) -> KmtResult<()> {
+        let i = self.secondaries.iter().position(|(t, _, _)| *t == token).ok_or(Status::INVALID_PARAMETER)?;
+        drop(self.secondaries.remove(i));
+        Ok(())
+    }
+
+    /// The secondary context `token`: KERNEL_IO_CHANNEL_NOT_OPENED unless the primary is open in
+    /// this process (upstream checks that first), INVALID_PARAMETER for a token that is not a
+    /// live secondary context.
+    pub fn secondary(&self, pid: u32, token: u64) -> KmtResult<&Context> {
+        self.ctx(pid)?;
+        self.secondaries.iter().find(|(t, _, _)| *t == token).map(|(_, _, c)| c).ok_or(Status::INVALID_PARAMETER)
+    }
+
+    pub fn secondary_mut(&mut self, pid: u32, token: u64) -> KmtResult<&mut Context> {
+        self.ctx(pid)?;
+        self.secondaries.iter_mut().find(|(t, _, _)| *t == token).map(|(_, _, c)| c).ok_or(Status::INVALID_PARAMETER)
+    }
+
+    /// Live secondary contexts (tests).
+    pub fn secondary_count(&self) -> usize {
+        self.secondaries.len()
     }
 }

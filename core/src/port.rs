@@ -168,6 +168,15 @@ pub trait Kfd: Send + Sync {
     /// What answers this port.
     fn backend(&self) -> Backend;
 
+    /// A further open of the KFD file (`open("/dev/kfd")` once more): a new file of the same
+    /// device, owned by the returned port. Like the kernel's open, it refers to the caller's
+    /// (primary) KFD process until `AMDKFD_IOC_CREATE_PROCESS` on it gives it a secondary
+    /// process of its own, which lives until the port is dropped (the file closed).
+    /// `Err(ENOSYS)` where the backend has no such thing (a model plugin).
+    fn open_further(&self) -> Result<alloc::boxed::Box<dyn Kfd>, Errno> {
+        Err(Errno(Errno::ENOSYS))
+    }
+
     /// The descriptor of the KFD file itself (upstream's `hsakmt_kfd_fd`, which hsaKmtDbgEnable
     /// gives DBG_TRAP ENABLE as the debug event file: the kernel's writes to /dev/kfd do
     /// nothing). A model answers a file whose writes go nowhere. `None`: no such file.
@@ -324,6 +333,18 @@ pub fn ioctl_plain<T: PlainIoctl>(kfd: &dyn Kfd, arg: &mut T) -> Result<(), Errn
     // SAFETY: `T: PlainIoctl` is `T::REQUEST`'s argument struct and holds no address, so the
     // call reads and writes only `arg` (exclusively borrowed) and gives no memory to a GPU.
     unsafe { kfd.ioctl(T::REQUEST, arg.as_mut_bytes()) }
+}
+
+/// Issue an ioctl that has no argument at all (`_IO`: size 0, no direction), such as
+/// mainline's `AMDKFD_IOC_CREATE_PROCESS`. Safe: the kernel (and the model) reads and writes no
+/// user memory for it. A request that encodes an argument size is `Err(EINVAL)`, never issued.
+pub fn ioctl_no_arg(kfd: &dyn Kfd, request: u32) -> Result<(), Errno> {
+    if crate::abi::ioc::size(request) != 0 {
+        return Err(Errno(Errno::EINVAL));
+    }
+    // SAFETY: the request carries no argument (size 0, checked above), so the call reads and
+    // writes nothing of ours and hands no memory to a GPU.
+    unsafe { kfd.ioctl(request, &mut []) }
 }
 
 macro_rules! plain_ioctls {

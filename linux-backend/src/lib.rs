@@ -288,6 +288,13 @@ impl Kfd for DevKfd {
         Backend::Kernel
     }
 
+    fn open_further(&self) -> Result<Box<dyn Kfd>, Errno> {
+        // Another open of /dev/kfd (upstream's hsaKmtOpenSecondaryKFDCtx): the same topology
+        // root, libdrm devices of its own (a secondary context binds its own render files).
+        let fd = rustix::fs::open(KFD_DEVICE, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
+        Ok(Box::new(DevKfd { fd, topology_root: self.topology_root.clone(), devices: libdrm::AmdgpuDevices::new() }))
+    }
+
     fn amdgpu_device_initialize(&self, render_fd: i32) -> Result<AmdgpuDevice, Errno> {
         self.devices.initialize(render_fd)
     }

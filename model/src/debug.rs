@@ -364,7 +364,19 @@ impl Model {
     }
 
     fn board(&self) -> Result<&BoardMap, i32> {
+        if self.is_secondary() {
+            return Err(ESRCH);
+        }
         Ok(&self.devmem()?.debug)
+    }
+
+    /// The device, for the debug board: none for a secondary process, which a debugger never
+    /// sees (it finds a process's primary by pid; DBG_TRAP refuses secondary ones).
+    fn debug_dev(&self) -> Option<&crate::devmem::DeviceMemory> {
+        if self.is_secondary() {
+            return None;
+        }
+        self.dev.get().map(|d| &**d)
     }
 
     /// This process's KFD process on the board (claimed on first use: open, RUNTIME_ENABLE,
@@ -377,7 +389,7 @@ impl Model {
 
     /// The process ends its KFD use: its debug state goes (the debugger sees ESRCH from now).
     pub(crate) fn debug_unregister(&self) {
-        if let Some(Ok(b)) = self.dev.get().map(|d| Ok::<_, i32>(&d.debug)) {
+        if let Some(Ok(b)) = self.debug_dev().map(|d| Ok::<_, i32>(&d.debug)) {
             let mut g = b.lock();
             if let Some(i) = g.find(current_pid()) {
                 g.free(i);
@@ -457,7 +469,7 @@ impl Model {
 
     /// A queue was destroyed.
     pub(crate) fn debug_queue_destroyed(&self, queue_id: u32) {
-        let Some(d) = self.dev.get() else { return };
+        let Some(d) = self.debug_dev() else { return };
         let g = d.debug.lock();
         if let Some(i) = g.find(current_pid()) {
             if let Some(q) = g.b.targets[i].queue_mut(queue_id) {
@@ -469,7 +481,7 @@ impl Model {
     /// kfd_dbg_ev_raise in the target: record `mask` at `src`; true when the debugger has
     /// that exception enabled (it was told, through its event file, and the runtime is not).
     pub(crate) fn debug_raise(&self, mask: u64, src: Source, fault: Option<&kfd_hsa_memory_exception_data>) -> bool {
-        let Some(d) = self.dev.get() else { return false };
+        let Some(d) = self.debug_dev() else { return false };
         let notify = {
             let g = d.debug.lock();
             let Some(i) = g.find(current_pid()) else { return false };
@@ -490,7 +502,7 @@ impl Model {
     /// others marked running on the board until [`Model::debug_runs_done`].
     pub(crate) fn debug_claim_runs(&self, ids: &mut Vec<u32>) -> Vec<u32> {
         let mut refused = Vec::new();
-        let Some(d) = self.dev.get() else { return refused };
+        let Some(d) = self.debug_dev() else { return refused };
         let g = d.debug.lock();
         let Some(i) = g.find(current_pid()) else { return refused };
         let t = &mut g.b.targets[i];
@@ -509,7 +521,7 @@ impl Model {
     }
 
     pub(crate) fn debug_run_done(&self, id: u32) {
-        let Some(d) = self.dev.get() else { return };
+        let Some(d) = self.debug_dev() else { return };
         let g = d.debug.lock();
         if let Some(i) = g.find(current_pid()) {
             if let Some(q) = g.b.targets[i].queue_mut(id) {
@@ -523,7 +535,7 @@ impl Model {
     pub(crate) fn debug_take_runtime_events(&self) -> RuntimeEvents {
         let mut qs = Vec::new();
         let mut faults = Vec::new();
-        let Some(d) = self.dev.get() else { return (qs, faults) };
+        let Some(d) = self.debug_dev() else { return (qs, faults) };
         let g = d.debug.lock();
         let Some(i) = g.find(current_pid()) else { return (qs, faults) };
         let t = &mut g.b.targets[i];
@@ -557,6 +569,10 @@ impl Model {
     }
 
     fn dbg_trap(&self, a: &mut kfd_ioctl_dbg_trap_args) -> Result<u32, i32> {
+        // kfd_ioctl_set_debug_trap: never on a secondary process.
+        if self.is_secondary() {
+            return Err(libc::EOPNOTSUPP);
+        }
         let me = current_pid();
         let pid = a.pid;
         // find_get_pid / get_pid_task / get_task_mm.

@@ -85,6 +85,8 @@ enum Handler {
     ProfilerDkms,
     /// AMDKFD_IOC_PROFILER, mainline's form (0x28 from KFD 1.23, union at offset 4).
     ProfilerMainline,
+    /// AMDKFD_IOC_CREATE_PROCESS reached without a file to repoint (`file.rs`).
+    CreateProcess,
     /// In the kernel's table, not modelled yet.
     NotModelled,
 }
@@ -129,7 +131,7 @@ const TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_EXPORT_DMABUF, Handler::ExportDmabuf),
     (AMDKFD_IOC_RUNTIME_ENABLE, Handler::RuntimeEnable),
     (AMDKFD_IOC_DBG_TRAP, Handler::DbgTrap),
-    (AMDKFD_IOC_CREATE_PROCESS, Handler::NotModelled),
+    (hsakmt_core::context::AMDKFD_IOC_CREATE_PROCESS_MAINLINE, Handler::CreateProcess),
     (hsakmt_core::pmc::AMDKFD_IOC_PROFILER_MAINLINE, Handler::ProfilerMainline),
 ];
 
@@ -380,6 +382,9 @@ impl Model {
             Handler::RlcSpm => self.ioctl_rlc_spm(buf),
             Handler::PcSample => self.ioctl_pc_sample(buf),
             Handler::Deprecated => Err(EPERM),
+            // A file's CREATE_PROCESS is KfdFile's; here there is no file to give a process to.
+            Handler::CreateProcess if self.is_secondary() => Err(EINVAL),
+            Handler::CreateProcess => Err(ENOTTY),
             Handler::NotModelled | Handler::DbgTrap => Err(ENOTTY),
         }
     }

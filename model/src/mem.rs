@@ -336,7 +336,7 @@ impl Model {
             return Ok(d);
         }
         let d = DeviceMemory::create(&self.gpus, self.system_bytes)?;
-        Ok(self.dev.get_or_init(|| d))
+        Ok(self.dev.get_or_init(|| std::sync::Arc::new(d)))
     }
 
     /// This process's arena (claimed on first use).
@@ -450,6 +450,11 @@ impl Model {
             return Err(EINVAL);
         }
         let flags = a.flags;
+        // Only the primary process, which lives as long as the address space, may hold user
+        // pages (a secondary one ends when its file is closed).
+        if self.is_secondary() && flags & F_USERPTR != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
         let mut st = self.lock();
         // kfd_ioctl_alloc_memory_of_gpu: memory an SVM range already covers, by GPU VA (or, for
         // a userptr, by CPU address) → EADDRINUSE, before the GPU is even looked up.

@@ -168,6 +168,8 @@ pub(crate) struct Process {
     /// The task amdgpu records for the process's VMs (the thread of the first ACQUIRE_VM):
     /// what SMI's VMFAULT and PROCESS_START/END report.
     pub task: crate::smi::TaskInfo,
+    /// A primary process's `id_table`: the context ids of its live secondary processes.
+    pub context_ids: std::collections::BTreeSet<u16>,
 }
 
 impl Process {
@@ -186,6 +188,7 @@ impl Process {
             },
             svm: Default::default(),
             task: Default::default(),
+            context_ids: Default::default(),
         }
     }
 }
@@ -198,7 +201,7 @@ pub struct Model {
     pub(crate) state: Mutex<Process>,
     /// The device memfd and the control block shared with forked children (see `devmem.rs`),
     /// created on first use.
-    pub(crate) dev: OnceLock<DeviceMemory>,
+    pub(crate) dev: OnceLock<Arc<DeviceMemory>>,
     /// System memory of the topology's CPU nodes (the host's when the topology has none).
     pub(crate) system_bytes: u64,
     /// KFD events (own lock: waits sleep without holding `state`).
@@ -226,8 +229,9 @@ pub struct Model {
     /// A catalogue system's own /proc/cpuinfo and /sys/devices/system/cpu (built on first
     /// use); `None` for a topology directory or tree, whose CPUs are the host's.
     pub(crate) host_cpus: OnceLock<Option<Tree>>,
-    /// SMI event clients of every GPU (`smi.rs`; own lock, a leaf).
-    pub(crate) smi: crate::smi::Smi,
+    /// SMI event clients of every GPU (`smi.rs`; own lock, a leaf). The device's: a secondary
+    /// process shares its primary's.
+    pub(crate) smi: Arc<crate::smi::Smi>,
     /// Where the engines' interrupts go instead of the KFD's events (upstream's model interface
     /// 0.4, `plugin04.rs`: the client's `set_event` callback, called with the context id, which
     /// is the event id). Set once, before any queue runs.
@@ -238,6 +242,16 @@ pub struct Model {
     pub(crate) spm: crate::spm::Spm,
     /// PC sampling sessions (`pcs.rs`; own lock, a leaf).
     pub(crate) pcs: crate::pcs::Pcs,
+    /// A secondary KFD process (AMDKFD_IOC_CREATE_PROCESS, `file.rs`): its primary and its
+    /// context id. `None`: the process's primary (KFD_CONTEXT_ID_PRIMARY).
+    pub(crate) secondary: Option<SecondaryOf>,
+}
+
+/// What a secondary KFD process knows of its primary.
+pub(crate) struct SecondaryOf {
+    pub primary: Weak<Model>,
+    /// From the primary's id table: 0..=0xFFFE (0xFFFF is KFD_CONTEXT_ID_PRIMARY).
+    pub id: u16,
 }
 
 /// An interrupt consumer: called with the interrupt's context id (masked to its valid bits).
@@ -301,20 +315,47 @@ impl Model {
         if gpus.len() > MAX_GPUS {
             return Err(ModelError::Topology { source, reason: format!("{} GPUs: the model handles at most {MAX_GPUS}", gpus.len()) });
         }
-        let n = gpus.len();
         let system_bytes = match system_memory_bytes(&tree) {
             0 => host_memory_bytes(),
             b => b,
         };
+        Ok(Model::build(config, tree, gpus, system_bytes, OnceLock::new(), Default::default(), None))
+    }
+
+    /// A secondary process's model: the primary's configuration, topology, device and SMI
+    /// clients (`file.rs`).
+    pub(crate) fn build_from(primary: &Model, dev: OnceLock<Arc<DeviceMemory>>, secondary: SecondaryOf) -> Model {
+        Model::build(
+            primary.config.clone(),
+            primary.tree.clone(),
+            primary.gpus.clone(),
+            primary.system_bytes,
+            dev,
+            primary.smi.clone(),
+            Some(secondary),
+        )
+    }
+
+    /// A model of one KFD process over these parts.
+    fn build(
+        config: ModelConfig,
+        tree: Tree,
+        gpus: Vec<GpuNode>,
+        system_bytes: u64,
+        dev: OnceLock<Arc<DeviceMemory>>,
+        smi: Arc<crate::smi::Smi>,
+        secondary: Option<SecondaryOf>,
+    ) -> Model {
+        let n = gpus.len();
         let process = Process::new(n);
         let instance = AtomicU64::new(process.instance);
-        Ok(Model {
+        Model {
             config,
             tree,
             counters: (0..gpus.len()).map(|_| Default::default()).collect(),
             gpus,
             state: Mutex::new(process),
-            dev: OnceLock::new(),
+            dev,
             system_bytes,
             events: Default::default(),
             queues: Default::default(),
@@ -325,12 +366,13 @@ impl Model {
             owner: std::sync::atomic::AtomicU32::new(current_pid()),
             instance,
             host_cpus: OnceLock::new(),
-            smi: Default::default(),
+            smi,
             irq_sink: OnceLock::new(),
             null_file: OnceLock::new(),
             spm: crate::spm::Spm::new(n),
             pcs: crate::pcs::Pcs::new(n),
-        })
+            secondary,
+        }
     }
 
     /// Build a model that runs its queues by itself: CREATE_QUEUE starts a doorbell watcher
@@ -430,6 +472,14 @@ impl Model {
     /// /dev/kfd, the first call in a new process (a forked child) starts a fresh KFD process
     /// (state reset); the memfd itself is the device's and stays the same.
     pub fn create_memfd(&self) -> Result<OwnedFd, i32> {
+        self.open_as_caller();
+        let fd = self.devmem()?.fd();
+        rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())
+    }
+
+    /// kfd_open's process lookup: the caller's KFD process, a fresh one in a process that has
+    /// none yet (a forked child).
+    pub(crate) fn open_as_caller(&self) {
         let mut st = self.lock();
         let pid = current_pid();
         if st.pid != pid {
@@ -439,8 +489,11 @@ impl Model {
         }
         drop(st);
         self.debug_register();
-        let fd = self.devmem()?.fd();
-        rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())
+    }
+
+    /// Whether this is a secondary KFD process (AMDKFD_IOC_CREATE_PROCESS).
+    pub fn is_secondary(&self) -> bool {
+        self.secondary.is_some()
     }
 
     /// Open a stand-in for `/dev/dri/renderD<minor>`: a fresh memfd (its own file, so the model

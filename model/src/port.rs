@@ -123,6 +123,12 @@ impl Kfd for Model {
         Backend::BuiltinModel
     }
 
+    fn open_further(&self) -> Result<Box<dyn Kfd>, Errno> {
+        // Only a model made by `new_shared` can hand out files that keep it alive.
+        let m = self.shared.upgrade().ok_or(Errno(Errno::ENOSYS))?;
+        Ok(Box::new(m.open_file()))
+    }
+
     fn gpu_counter_khz(&self, gpu_id: u32) -> Option<u64> {
         self.gpu_index(gpu_id).map(|i| self.gpus[i].counter_hz / 1000)
     }

@@ -426,6 +426,10 @@ impl Model {
     }
 
     pub(crate) fn ioctl_svm(&self, buf: &mut [u8]) -> Result<(), i32> {
+        // kfd_ioctl_svm: the SVM API belongs to the primary process (after the validate hook).
+        if self.is_secondary() {
+            return Err(libc::EOPNOTSUPP);
+        }
         let a: kfd_ioctl_svm_args = get(buf);
         if a.start_addr & PAGE_MASK != 0 || a.size & PAGE_MASK != 0 {
             return Err(EINVAL);
