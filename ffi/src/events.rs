@@ -19,9 +19,11 @@
 //! Waits on up to 16 events, SetEvent, ResetEvent and QueryEventState allocate nothing.
 
 use crate::boundary::{guard, guard_pure, out};
+use crate::contexts::{is_primary, select};
 use crate::global::{with_ctx, with_ctx_mut};
 use crate::published::{self, Lookup, EVENTS};
 use hsakmt_core::abi::hsakmt::*;
+use hsakmt_core::context::Context;
 use hsakmt_core::event::{self, is_system_event, EventData, EventDesc};
 use hsakmt_core::{KmtResult, Status};
 
@@ -51,7 +53,10 @@ pub unsafe extern "C" fn hsaKmtCreateEvent(
             match c.create_event(&desc, ManualReset, IsSignaled) {
                 Ok(addr) => {
                     let (id, ty) = c.event_wait_entry(addr)?;
-                    EVENTS.insert(addr, id, ty);
+                    // The published index is the primary context's.
+                    if c.is_primary() {
+                        EVENTS.insert(addr, id, ty);
+                    }
                     *out = addr as *mut HsaEvent;
                     Ok(())
                 }
@@ -72,7 +77,9 @@ pub unsafe extern "C" fn hsaKmtDestroyEvent(Event: *mut HsaEvent) -> HSAKMT_STAT
         with_ctx_mut(|c| {
             let ev = handle(Event)?;
             c.destroy_event(ev)?;
-            EVENTS.remove(ev);
+            if c.is_primary() {
+                EVENTS.remove(ev);
+            }
             Ok(())
         })
     })
@@ -120,7 +127,7 @@ pub unsafe extern "C" fn hsaKmtQueryEventState(Event: *mut HsaEvent) -> HSAKMT_S
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtWaitOnEvent(Event: *mut HsaEvent, Milliseconds: HSAuint32) -> HSAKMT_STATUS {
     // SAFETY: a one-element array on the stack; no age array.
-    unsafe { wait_one("hsaKmtWaitOnEvent", Event, Milliseconds, std::ptr::null_mut()) }
+    unsafe { wait_one("hsaKmtWaitOnEvent", false, Event, Milliseconds, std::ptr::null_mut()) }
 }
 
 /// # Safety
@@ -128,7 +135,7 @@ pub unsafe extern "C" fn hsaKmtWaitOnEvent(Event: *mut HsaEvent, Milliseconds: H
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtWaitOnEvent_Ext(Event: *mut HsaEvent, Milliseconds: HSAuint32, event_age: *mut u64) -> HSAKMT_STATUS {
     // SAFETY: forwarded under the same contract.
-    unsafe { wait_one("hsaKmtWaitOnEvent_Ext", Event, Milliseconds, event_age) }
+    unsafe { wait_one("hsaKmtWaitOnEvent_Ext", false, Event, Milliseconds, event_age) }
 }
 
 /// # Safety
@@ -141,7 +148,7 @@ pub unsafe extern "C" fn hsaKmtWaitOnMultipleEvents(
     Milliseconds: HSAuint32,
 ) -> HSAKMT_STATUS {
     // SAFETY: forwarded under the same contract.
-    unsafe { wait_multiple("hsaKmtWaitOnMultipleEvents", Events, NumEvents, WaitOnAll, Milliseconds, std::ptr::null_mut()) }
+    unsafe { wait_multiple("hsaKmtWaitOnMultipleEvents", false, Events, NumEvents, WaitOnAll, Milliseconds, std::ptr::null_mut()) }
 }
 
 /// # Safety
@@ -156,7 +163,7 @@ pub unsafe extern "C" fn hsaKmtWaitOnMultipleEvents_Ext(
     event_age: *mut u64,
 ) -> HSAKMT_STATUS {
     // SAFETY: forwarded under the same contract.
-    unsafe { wait_multiple("hsaKmtWaitOnMultipleEvents_Ext", Events, NumEvents, WaitOnAll, Milliseconds, event_age) }
+    unsafe { wait_multiple("hsaKmtWaitOnMultipleEvents_Ext", false, Events, NumEvents, WaitOnAll, Milliseconds, event_age) }
 }
 
 /// An event pointer as the context's key; NULL is INVALID_HANDLE.
@@ -183,18 +190,29 @@ fn entry(ev: *mut HsaEvent) -> KmtResult<(u32, u32)> {
 
 /// # Safety
 /// As hsaKmtWaitOnEvent_Ext.
-unsafe fn wait_one(name: &'static str, ev: *mut HsaEvent, ms: u32, age: *mut u64) -> HSAKMT_STATUS {
+unsafe fn wait_one(name: &'static str, secondary: bool, ev: *mut HsaEvent, ms: u32, age: *mut u64) -> HSAKMT_STATUS {
     if ev.is_null() {
         return Status::INVALID_HANDLE.0; // upstream checks this before the open check
     }
     let mut one = [ev];
     // SAFETY: `one` is a live one-element array; `age` per the caller's contract.
-    unsafe { wait_multiple(name, one.as_mut_ptr(), 1, true, ms, age) }
+    unsafe { wait_multiple(name, secondary, one.as_mut_ptr(), 1, true, ms, age) }
 }
 
+/// `secondary`: the events are a secondary context's (selected by the caller), looked up in it
+/// under the lock; otherwise the primary's, from the published index.
+///
 /// # Safety
 /// As hsaKmtWaitOnMultipleEvents_Ext.
-unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all: bool, ms: u32, ages: *mut u64) -> HSAKMT_STATUS {
+unsafe fn wait_multiple(
+    name: &'static str,
+    secondary: bool,
+    evs: *mut *mut HsaEvent,
+    n: u32,
+    all: bool,
+    ms: u32,
+    ages: *mut u64,
+) -> HSAKMT_STATUS {
     guard(name, || {
         // No thunk lock: the open check and the entries are published; a wait that may
         // sleep holds a reference of its own to the port.
@@ -232,7 +250,12 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             (&mut data_heap, &mut types_heap)
         };
         for (i, (d, ty)) in data.iter_mut().zip(types.iter_mut()).enumerate() {
-            let (id, event_type) = entry(ptrs[i])?;
+            let (id, event_type) = if secondary {
+                let h = handle(ptrs[i])?;
+                with_ctx(|c| c.event_wait_entry(h))?
+            } else {
+                entry(ptrs[i])?
+            };
             let age = match &ages {
                 Some(a) if event_type == HSA_EVENTTYPE_SIGNAL => a[i],
                 _ => 0,
@@ -240,7 +263,11 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             *d = EventData::new(id, age);
             *ty = event_type;
         }
-        let mut result = if ms == 0 {
+        let mut result = if secondary {
+            // The context's own port, held for the wait (the lock is not).
+            let kfd = with_ctx(|c| Ok(c.kfd_shared()))?;
+            event::wait(&*kfd, data, all, ms)
+        } else if ms == 0 {
             // A poll never sleeps: it may run on the published port.
             published::with_port(|kfd| event::wait(kfd, data, all, 0))?
         } else {
@@ -259,5 +286,150 @@ unsafe fn wait_multiple(name: &'static str, evs: *mut *mut HsaEvent, n: u32, all
             }
         }
         result
+    })
+}
+
+// ---- The `*Ctx` event calls (hsakmtctx.h). On the primary context's handle they are the classic
+// calls, lock-free paths included. On a secondary context the events are that context's: not in
+// the published index (the primary's), so they are looked up in the context under the lock; a
+// wait holds the context's port, not the lock, while it sleeps.
+
+/// `hsaKmtCreateEventCtx`: hsaKmtCreateEvent on the context `ctx`.
+///
+/// # Safety
+/// As hsaKmtCreateEvent; `ctx` is looked up by value, never dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtCreateEventCtx(
+    ctx: *mut HsaKFDContext,
+    EventDesc: *mut HsaEventDescriptor,
+    ManualReset: bool,
+    IsSignaled: bool,
+    Event: *mut *mut HsaEvent,
+) -> HSAKMT_STATUS {
+    // SAFETY: forwarded under the same contract.
+    select(ctx, || unsafe { hsaKmtCreateEvent(EventDesc, ManualReset, IsSignaled, Event) })
+}
+
+/// `hsaKmtDestroyEventCtx`.
+///
+/// # Safety
+/// As hsaKmtDestroyEvent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtDestroyEventCtx(ctx: *mut HsaKFDContext, Event: *mut HsaEvent) -> HSAKMT_STATUS {
+    // SAFETY: forwarded under the same contract.
+    select(ctx, || unsafe { hsaKmtDestroyEvent(Event) })
+}
+
+/// Set, reset or query an event of the secondary context `ctx` (the open check first).
+fn secondary_event(
+    name: &'static str,
+    ctx: *mut HsaKFDContext,
+    ev: *mut HsaEvent,
+    op: fn(&Context, usize) -> KmtResult<()>,
+) -> HSAKMT_STATUS {
+    guard(name, || {
+        published::check_open()?;
+        select(ctx, || with_ctx(|c| op(c, handle(ev)?)))
+    })
+}
+
+/// `hsaKmtSetEventCtx`.
+///
+/// # Safety
+/// As hsaKmtSetEvent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtSetEventCtx(ctx: *mut HsaKFDContext, Event: *mut HsaEvent) -> HSAKMT_STATUS {
+    if is_primary(ctx) {
+        // SAFETY: forwarded under the same contract.
+        return unsafe { hsaKmtSetEvent(Event) };
+    }
+    secondary_event("hsaKmtSetEventCtx", ctx, Event, Context::set_event)
+}
+
+/// `hsaKmtResetEventCtx`.
+///
+/// # Safety
+/// As hsaKmtResetEvent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtResetEventCtx(ctx: *mut HsaKFDContext, Event: *mut HsaEvent) -> HSAKMT_STATUS {
+    if is_primary(ctx) {
+        // SAFETY: forwarded under the same contract.
+        return unsafe { hsaKmtResetEvent(Event) };
+    }
+    secondary_event("hsaKmtResetEventCtx", ctx, Event, Context::reset_event)
+}
+
+/// `hsaKmtQueryEventStateCtx`.
+///
+/// # Safety
+/// As hsaKmtQueryEventState.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtQueryEventStateCtx(ctx: *mut HsaKFDContext, Event: *mut HsaEvent) -> HSAKMT_STATUS {
+    if is_primary(ctx) {
+        // SAFETY: forwarded under the same contract.
+        return unsafe { hsaKmtQueryEventState(Event) };
+    }
+    secondary_event("hsaKmtQueryEventStateCtx", ctx, Event, Context::query_event_state)
+}
+
+/// `hsaKmtWaitOnEventCtx`.
+///
+/// # Safety
+/// As hsaKmtWaitOnEvent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtWaitOnEventCtx(ctx: *mut HsaKFDContext, Event: *mut HsaEvent, Milliseconds: HSAuint32) -> HSAKMT_STATUS {
+    // SAFETY: forwarded under the same contract.
+    unsafe { hsaKmtWaitOnEvent_ExtCtx(ctx, Event, Milliseconds, std::ptr::null_mut()) }
+}
+
+/// `hsaKmtWaitOnEvent_ExtCtx`.
+///
+/// # Safety
+/// As hsaKmtWaitOnEvent_Ext.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtWaitOnEvent_ExtCtx(
+    ctx: *mut HsaKFDContext,
+    Event: *mut HsaEvent,
+    Milliseconds: HSAuint32,
+    event_age: *mut u64,
+) -> HSAKMT_STATUS {
+    let secondary = !is_primary(ctx);
+    // SAFETY: forwarded under the same contract.
+    select(ctx, || unsafe { wait_one("hsaKmtWaitOnEvent_ExtCtx", secondary, Event, Milliseconds, event_age) })
+}
+
+/// `hsaKmtWaitOnMultipleEventsCtx`.
+///
+/// # Safety
+/// As hsaKmtWaitOnMultipleEvents.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtWaitOnMultipleEventsCtx(
+    ctx: *mut HsaKFDContext,
+    Events: *mut *mut HsaEvent,
+    NumEvents: HSAuint32,
+    WaitOnAll: bool,
+    Milliseconds: HSAuint32,
+) -> HSAKMT_STATUS {
+    // SAFETY: forwarded under the same contract.
+    unsafe { hsaKmtWaitOnMultipleEvents_ExtCtx(ctx, Events, NumEvents, WaitOnAll, Milliseconds, std::ptr::null_mut()) }
+}
+
+/// `hsaKmtWaitOnMultipleEvents_ExtCtx`.
+///
+/// # Safety
+/// As hsaKmtWaitOnMultipleEvents_Ext.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtWaitOnMultipleEvents_ExtCtx(
+    ctx: *mut HsaKFDContext,
+    Events: *mut *mut HsaEvent,
+    NumEvents: HSAuint32,
+    WaitOnAll: bool,
+    Milliseconds: HSAuint32,
+    event_age: *mut u64,
+) -> HSAKMT_STATUS {
+    let secondary = !is_primary(ctx);
+    // SAFETY: forwarded under the same contract.
+    select(ctx, || unsafe {
+        wait_multiple("hsaKmtWaitOnMultipleEvents_ExtCtx", secondary, Events, NumEvents, WaitOnAll, Milliseconds, event_age)
     })
 }

@@ -77,15 +77,23 @@ pub fn thunk() -> ThunkGuard {
     THUNK.lock()
 }
 
-/// Run `f` on this process's open context (KERNEL_IO_CHANNEL_NOT_OPENED otherwise).
+/// Run `f` on the context of this call: the primary (KERNEL_IO_CHANNEL_NOT_OPENED unless this
+/// process has it open), or the secondary one a `*Ctx` export selected (`contexts.rs`; the
+/// primary must be open too, then an unknown context is INVALID_PARAMETER).
 pub fn with_ctx<R>(f: impl FnOnce(&Context) -> KmtResult<R>) -> KmtResult<R> {
     let t = THUNK.lock();
-    f(t.ctx(pid())?)
+    match crate::contexts::selected() {
+        None => f(t.ctx(pid())?),
+        Some(token) => f(t.secondary(pid(), token)?),
+    }
 }
 
 pub fn with_ctx_mut<R>(f: impl FnOnce(&mut Context) -> KmtResult<R>) -> KmtResult<R> {
     let mut t = THUNK.lock();
-    f(t.ctx_mut(pid())?)
+    match crate::contexts::selected() {
+        None => f(t.ctx_mut(pid())?),
+        Some(token) => f(t.secondary_mut(pid(), token)?),
+    }
 }
 
 /// Which backend the environment asks for.
@@ -282,6 +290,10 @@ impl Kfd for SharedModel {
     }
     fn backend(&self) -> hsakmt_core::Backend {
         self.model.backend()
+    }
+    fn open_further(&self) -> Result<Box<dyn Kfd>, hsakmt_core::Errno> {
+        // Another file of the model's /dev/kfd (a secondary context's, model/src/file.rs).
+        Ok(Box::new(self.model.open_file()))
     }
     fn doorbell_rung(&self, queue_id: u32) {
         // The watcher would notice the write on its next pass; this runs the engine at once.

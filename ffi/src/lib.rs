@@ -7,6 +7,8 @@
 
 pub mod boundary;
 mod compat;
+pub mod contexts;
+mod contexts_gen;
 mod debug;
 mod device;
 mod events;

@@ -81,7 +81,9 @@ pub unsafe extern "C" fn hsaKmtRuntimeEnable(rDebug: *mut c_void, setupTtmp: boo
     guard("hsaKmtRuntimeEnable", || {
         with_ctx_mut(|c| {
             c.runtime_enable(rDebug as u64, setupTtmp)?;
-            RUNTIME_CAPS.store(c.runtime_capabilities(), Ordering::Relaxed);
+            if c.is_primary() {
+                RUNTIME_CAPS.store(c.runtime_capabilities(), Ordering::Relaxed);
+            }
             Ok(())
         })
     })
@@ -97,8 +99,14 @@ pub extern "C" fn hsaKmtRuntimeDisable() -> HSAKMT_STATUS {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtGetRuntimeCapabilities(caps_mask: *mut HSAuint32) -> HSAKMT_STATUS {
     guard("hsaKmtGetRuntimeCapabilities", || {
+        // A secondary context's own (hsaKmtGetRuntimeCapabilitiesCtx), checked like any call on
+        // it; the classic call reads the process-wide value without a check, as upstream.
+        let caps = match crate::contexts::selected() {
+            None => RUNTIME_CAPS.load(Ordering::Relaxed),
+            Some(_) => with_ctx(|c| Ok(c.runtime_capabilities()))?,
+        };
         // SAFETY: the C caller's pointer contract.
-        *unsafe { out(caps_mask) }? = RUNTIME_CAPS.load(Ordering::Relaxed);
+        *unsafe { out(caps_mask) }? = caps;
         Ok(())
     })
 }
