@@ -1067,6 +1067,13 @@ impl Model {
         Ok(self.devmem()?.fd())
     }
 
+    /// The device memfd (where every BO and doorbell page lives at its mmap offset), for a
+    /// host that shares this process's mappings with another process (hsakmt-virtio's
+    /// loopback transport). `None` before the device file exists.
+    pub fn device_memfd(&self) -> Option<BorrowedFd<'_>> {
+        self.devmem().ok().map(|d| d.fd())
+    }
+
     /// Number of live BOs of this process.
     pub fn live_bos(&self) -> usize {
         self.lock().mem.bos.len()
