@@ -3,6 +3,7 @@
 //! context ([`host`]), and transports between a guest and a host ([`loopback`]). The guest's
 //! C exports live in libhsakmt (hsakmt-ffi). Design: `docs/virtio.md`.
 
+pub mod guest;
 pub mod host;
 pub mod loopback;
 pub mod proto;

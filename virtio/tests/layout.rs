@@ -5,7 +5,10 @@ use hsakmt_core::abi::generation::Record;
 use hsakmt_virtio::proto::{self, event, gl_inter, memory, query, queue};
 use std::collections::HashMap;
 
-fn table() -> (HashMap<String, (usize, usize)>, HashMap<(String, String), (usize, usize)>) {
+type Types = HashMap<String, (usize, usize)>;
+type Fields = HashMap<(String, String), (usize, usize)>;
+
+fn table() -> (Types, Fields) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/proto-layout.tsv")).expect("the layout table");
     let (mut types, mut fields) = (HashMap::new(), HashMap::new());
     for line in text.lines() {

@@ -22,7 +22,9 @@ mod share;
 
 pub use share::{Backing, Mapping, SharePort, ShareTable};
 
-use crate::proto::{self, ccmd, event as pe, get_u32, get_u64, get_u8, memory as pm, put_bytes, put_u32, put_u64, query as pq, queue as pqu};
+use crate::proto::{
+    self, ccmd, event as pe, get_u32, get_u64, get_u8, memory as pm, put_bytes, put_u32, put_u64, query as pq, queue as pqu,
+};
 use hsakmt_core::abi::generation::Record;
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::context::Context;
@@ -30,9 +32,9 @@ use hsakmt_core::event::EventDesc;
 use hsakmt_core::queue::QueueRequest;
 use hsakmt_core::Status;
 use std::collections::HashMap;
-use zerocopy::FromZeros;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
+use zerocopy::FromZeros;
 
 /// What one guest may hold at a time.
 #[derive(Clone, Copy, Debug)]
@@ -56,11 +58,21 @@ impl Default for Limits {
 /// What a blob resource stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Obj {
-    Memory { addr: u64, size: u64 },
-    Event { handle: usize },
-    Queue { id: u64 },
+    Memory {
+        addr: u64,
+        size: u64,
+    },
+    Event {
+        handle: usize,
+    },
+    Queue {
+        id: u64,
+    },
     /// A page of the host the guest maps (doorbells, queue read/write pointers).
-    Page { addr: u64, size: u64 },
+    Page {
+        addr: u64,
+        size: u64,
+    },
 }
 
 /// A blob resource as the VMM exposes it.
@@ -234,16 +246,16 @@ impl Session {
             Obj::Memory { addr, size } | Obj::Page { addr, size } => (addr, size),
             Obj::Event { .. } | Obj::Queue { .. } => (0, 0),
         };
+        let size = if size == 0 { len } else { size };
         if len != 0 && size > len {
             // The guest asked for more than the object has: give it back to the pending list.
             self.pending.insert(blob_id, obj);
             return Err(Status::INVALID_PARAMETER);
         }
         let backing = if len != 0 {
-            self.share.find(addr as usize, size as usize).map(|m| Backing {
-                fd: m.backing.fd.clone(),
-                offset: m.backing.offset + (addr as usize - m.start) as u64,
-            })
+            self.share
+                .find(addr as usize, size as usize)
+                .map(|m| Backing { fd: m.backing.fd.clone(), offset: m.backing.offset + (addr as usize - m.start) as u64 })
         } else {
             None
         };
@@ -312,14 +324,17 @@ impl Session {
         let mut n = 0;
         while off < cmds.len() {
             let rest = &cmds[off..];
-            let (Some(cmd), Some(len), Some(seqno), Some(rsp_off)) =
-                (get_u32(rest, proto::REQ_CMD), get_u32(rest, proto::REQ_LEN), get_u32(rest, proto::REQ_SEQNO), get_u32(rest, proto::REQ_RSP_OFF))
-            else {
+            let (Some(cmd), Some(len), Some(seqno), Some(rsp_off)) = (
+                get_u32(rest, proto::REQ_CMD),
+                get_u32(rest, proto::REQ_LEN),
+                get_u32(rest, proto::REQ_SEQNO),
+                get_u32(rest, proto::REQ_RSP_OFF),
+            ) else {
                 self.async_error();
                 return Err(Status::INVALID_PARAMETER);
             };
             let len = len as usize;
-            if len < proto::REQ_HDR_SIZE || len > rest.len() || len % 4 != 0 {
+            if len < proto::REQ_HDR_SIZE || len > rest.len() || !len.is_multiple_of(4) {
                 self.async_error();
                 self.set_seqno(seqno);
                 return Err(Status::INVALID_PARAMETER);
@@ -480,7 +495,7 @@ impl Session {
                 if !self.owns_range(addr, 1) {
                     // Not this guest's: the thunk's answer for an unknown pointer.
                     let mut info = [0u8; pq::PTR_INFO_SIZE];
-                    put_u32(&mut info, 0, HSA_POINTER_UNKNOWN as u32);
+                    put_u32(&mut info, 0, HSA_POINTER_UNKNOWN);
                     put_bytes(&mut rsp, pq::RSP_U, &info);
                     put_u32(&mut rsp, proto::RSP_RET, status_of(Status::ERROR) as u32);
                     return Ok(rsp);
@@ -548,7 +563,12 @@ impl Session {
                 let sync = desc.SyncVar;
                 // SAFETY: the union's members are all 8-byte integers or pointers.
                 let user_data = unsafe { sync.SyncVar.UserData } as u64;
-                let ed = EventDesc { event_type: desc.EventType, node_id: desc.NodeId, sync_user_data: user_data, sync_var_size: sync.SyncVarSize };
+                let ed = EventDesc {
+                    event_type: desc.EventType,
+                    node_id: desc.NodeId,
+                    sync_user_data: user_data,
+                    sync_var_size: sync.SyncVarSize,
+                };
                 let manual = get_u8(req, pe::ARG_CREATE_MANUAL_RESET).unwrap_or(0) != 0;
                 let signaled = get_u8(req, pe::ARG_CREATE_IS_SIGNALED).unwrap_or(0) != 0;
                 let ev = self.ctx().create_event(&ed, manual, signaled)?;
@@ -739,7 +759,7 @@ impl Session {
                 let ring = g(pqu::ARG_QUEUE_ADDRESS);
                 let ring_size = g(pqu::ARG_QUEUE_SIZE);
                 let event = g(pqu::ARG_EVENT) as usize;
-                let aql = queue_type == HSA_QUEUE_COMPUTE_AQL as u32;
+                let aql = queue_type == HSA_QUEUE_COMPUTE_AQL;
                 let (rptr, wptr) = if aql { (g(pqu::ARG_RPTR_AQL), g(pqu::ARG_WPTR_AQL)) } else { (0, 0) };
                 if !self.owns_range(ring, ring_size.max(1)) || (aql && (!self.owns_range(rptr, 8) || !self.owns_range(wptr, 8))) {
                     return Err(Status::INVALID_HANDLE);
@@ -809,7 +829,8 @@ impl Session {
                 match key {
                     Some(k) => self.destroy_resource(k)?,
                     None => {
-                        let b = self.pending.iter().find(|(_, o)| **o == Obj::Queue { id }).map(|(k, _)| *k).ok_or(Status::INVALID_HANDLE)?;
+                        let b =
+                            self.pending.iter().find(|(_, o)| **o == Obj::Queue { id }).map(|(k, _)| *k).ok_or(Status::INVALID_HANDLE)?;
                         self.pending.remove(&b);
                         self.ctx().destroy_queue(id)?;
                     }
@@ -867,3 +888,43 @@ fn make_shmem(len: usize) -> Result<Shmem, Status> {
     Ok(Shmem { fd: Arc::new(fd), ptr: p.cast(), len })
 }
 
+/// A session on a fresh instance of the built-in model, with its mappings shareable (the
+/// loopback host's way of serving a guest).
+#[cfg(feature = "model")]
+pub struct ModelHost {
+    pub session: Session,
+    pub model: Arc<hsakmt_model::Model>,
+}
+
+#[cfg(feature = "model")]
+impl ModelHost {
+    /// A model from the environment (`HSAKMT_MODEL`, default mi300x) and a context on it.
+    pub fn open() -> Result<ModelHost, String> {
+        Self::open_with(Limits::default())
+    }
+
+    pub fn open_with(limits: Limits) -> Result<ModelHost, String> {
+        let cfg = hsakmt_model::ModelConfig::from_env().map_err(|e| format!("model configuration: {e}"))?;
+        let model = hsakmt_model::Model::new_shared(cfg).map_err(|e| format!("model: {e}"))?;
+        let fd = model.device_memfd().map(|f| f.as_raw_fd()).ok_or("the model has no device file")?;
+        let (port, table) = SharePort::new(model.clone(), Some(fd)).map_err(|e| format!("errno {}", e.0))?;
+        let ctx = Context::open(Box::new(port), Default::default()).map_err(|e| e.message)?;
+        Ok(ModelHost { session: Session::new(ctx, table, limits), model })
+    }
+
+    /// Serve one guest over the loopback transport until it goes away.
+    pub fn serve(&mut self, sock: &OwnedFd) {
+        let max = self.session.limits.submit_bytes;
+        crate::loopback::serve(sock, &mut self.session, max);
+    }
+
+    /// End the session: free what the guest held, close the context; answers what was freed
+    /// and how many BOs the model still had for this process before it was released.
+    pub fn close(self) -> (Teardown, usize) {
+        let (ctx, t) = self.session.teardown();
+        drop(ctx);
+        let left = self.model.live_bos();
+        self.model.release_process();
+        (t, left)
+    }
+}

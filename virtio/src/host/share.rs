@@ -93,7 +93,7 @@ fn dup(fd: RawFd) -> Result<Arc<OwnedFd>, Errno> {
 
 /// The wrapper: a [`Kfd`] that forwards everything to `inner` and records mappings in `table`.
 pub struct SharePort {
-    inner: Box<dyn Kfd>,
+    inner: Arc<dyn Kfd>,
     /// The file the KFD's mmap offsets refer to (the model's device memfd); `None` where
     /// another process cannot map it (the real `/dev/kfd` is per process).
     kfd_file: Option<Arc<OwnedFd>>,
@@ -103,7 +103,7 @@ pub struct SharePort {
 impl SharePort {
     /// `kfd_file`: a descriptor of the file behind the KFD's mmap offsets, if another process
     /// may map it (duplicated here).
-    pub fn new(inner: Box<dyn Kfd>, kfd_file: Option<RawFd>) -> Result<(SharePort, Arc<ShareTable>), Errno> {
+    pub fn new(inner: Arc<dyn Kfd>, kfd_file: Option<RawFd>) -> Result<(SharePort, Arc<ShareTable>), Errno> {
         let kfd_file = kfd_file.map(dup).transpose()?;
         let table = Arc::new(ShareTable::default());
         Ok((SharePort { inner, kfd_file, table: table.clone() }, table))
