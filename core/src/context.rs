@@ -869,6 +869,13 @@ impl Context {
         a.memory.pointer_info(addr).ok_or(Status::ERROR)
     }
 
+    /// The (KFD handle, offset inside it) of the BO holding all of `[addr, addr + size)`, for
+    /// hsaKmtAisReadWriteFile; INVALID_PARAMETER when no BO holds the whole range.
+    pub fn ais_target(&self, addr: u64, size: u64) -> KmtResult<(u64, u64)> {
+        let a = self.acquired.as_ref().ok_or(Status::INVALID_PARAMETER)?;
+        a.memory.bo_range(addr, size).ok_or(Status::INVALID_PARAMETER)
+    }
+
     pub fn set_memory_user_data(&mut self, addr: u64, data: u64) -> KmtResult<()> {
         let (_, _, mem) = self.mem().map_err(|_| Status::ERROR)?;
         mem.set_user_data(addr, data)

@@ -6,6 +6,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod ais;
 pub mod context;
 pub mod event;
 pub mod fmm;

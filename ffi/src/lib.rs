@@ -5,6 +5,7 @@
 //! not landed are generated stubs answering HSAKMT_STATUS_NOT_SUPPORTED (`gen_exports`).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+mod ais;
 pub mod boundary;
 mod compat;
 pub mod contexts;

@@ -363,6 +363,22 @@ impl Memory {
         self.bos.find(addr).or_else(|| self.bos.find_userptr(addr)).map(|b| b.pointer_info(self.page()))
     }
 
+    /// The BO holding all of `[addr, addr + size)`: (its primary KFD handle, the offset of
+    /// `addr` inside it), as upstream's `hsakmt_fmm_get_handle` answers for AisReadWriteFile.
+    /// A user pointer's offset counts from its first page (where the BO's GPU range starts).
+    pub(crate) fn bo_range(&self, addr: u64, size: u64) -> Option<(u64, u64)> {
+        let bo = self.bos.find(addr)?;
+        let base = match (bo.kind, bo.userptr()) {
+            (BoKind::Userptr, Some((cpu, _))) => cpu & !(self.page() - 1),
+            _ => bo.start(),
+        };
+        let off = addr.checked_sub(base)?;
+        if off.checked_add(size)? > bo.size() {
+            return None;
+        }
+        Some((bo.primary_handle()?, off))
+    }
+
     pub(crate) fn set_user_data(&mut self, addr: u64, data: u64) -> KmtResult<()> {
         let start = self
             .bos
