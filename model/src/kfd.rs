@@ -18,7 +18,7 @@
 //! `ModelConfig::dkms_ioctls` is on (the default), independent of the interface version.
 //!
 //! The memory ioctls live in `mem.rs`, the event ioctls in `events.rs`, the queue ioctls in
-//! `queues.rs`, SVM and XNACK in `svm.rs`, SMI_EVENTS in `smi.rs`, RLC_SPM in `spm.rs`, PC_SAMPLE in `pcs.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
+//! `queues.rs`, SVM and XNACK in `svm.rs`, SMI_EVENTS in `smi.rs`, RLC_SPM in `spm.rs`, PC_SAMPLE in `pcs.rs`, AIS_OP in `ais.rs`. AMDKFD_IOC_SVM is variable-size: the caller encodes
 //! header + nattr attributes in the request's size field, and the whole of it is copied in and
 //! back.
 
@@ -79,6 +79,8 @@ enum Handler {
     DbgTrap,
     RlcSpm,
     PcSample,
+    /// AMDKFD_IOC_AIS_OP (`ais.rs`).
+    Ais,
     /// DBG_*_DEPRECATED: mainline answers EPERM.
     Deprecated,
     /// AMDKFD_IOC_PROFILER, amdgpu-dkms's form (0x86, union at offset 8).
@@ -146,7 +148,7 @@ const DKMS_TABLE: &[(u32, Handler)] = &[
     (AMDKFD_IOC_RLC_SPM, Handler::RlcSpm),
     (AMDKFD_IOC_PC_SAMPLE, Handler::PcSample),
     (AMDKFD_IOC_PROFILER, Handler::ProfilerDkms),
-    (AMDKFD_IOC_AIS_OP, Handler::NotModelled),
+    (AMDKFD_IOC_AIS_OP, Handler::Ais),
 ];
 
 /// One past the last ioctl nr a KFD of this interface version has (`AMDKFD_CORE_IOCTL_COUNT`).
@@ -381,6 +383,7 @@ impl Model {
             Handler::SmiEvents => self.ioctl_smi_events(buf),
             Handler::RlcSpm => self.ioctl_rlc_spm(buf),
             Handler::PcSample => self.ioctl_pc_sample(buf),
+            Handler::Ais => self.ioctl_ais(buf),
             Handler::Deprecated => Err(EPERM),
             // A file's CREATE_PROCESS is KfdFile's; here there is no file to give a process to.
             Handler::CreateProcess if self.is_secondary() => Err(EINVAL),

@@ -11,6 +11,7 @@
 //!   (hsakmtmodeliface.h 0.4 as upstream ROCm ships it, see [`plugin04`], or 1.1, where the
 //!   plugin is the KFD), see [`plugin`] and model/PLUGIN.md.
 
+mod ais;
 pub mod catalogue;
 mod counters;
 mod debug;

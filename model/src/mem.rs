@@ -236,6 +236,11 @@ impl MemState {
         MemState { gpus: (0..n_gpus).map(|_| PerGpu::default()).collect(), ..MemState::default() }
     }
 
+    /// The BO a KFD handle names (a GEM object's BO is not a KFD handle).
+    pub(crate) fn kfd_bo(&self, handle: u64) -> Option<&Bo> {
+        self.bos.get(&handle).filter(|_| !self.gem.holds(handle))
+    }
+
     /// Is `[offset, offset + len)` inside one CPU-mappable range?
     pub(crate) fn mappable(&self, offset: u64, len: u64) -> bool {
         let Some(end) = offset.checked_add(len) else { return false };
