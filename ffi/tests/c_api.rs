@@ -868,6 +868,19 @@ fn spm_from_c() {
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("spm: OK"), "mainline:\n{}", show(&o));
 }
 
+/// AMD Infinity Storage through hsaKmtAisReadWriteFile (ffi/tests/c/ais.c): a file read into
+/// VRAM and VRAM written back to the file, a read stopping at end of file, size 0, NULL outputs,
+/// the thunk's and the kernel's refusals; on a mainline KFD (no DKMS ioctls) ERROR.
+#[test]
+fn ais_from_c() {
+    let s = setup();
+    let e = exe(s, "ais");
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi300x"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("ais: OK"), "mi300x:\n{}", show(&o));
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_DKMS", "0").env("AIS_MAINLINE", "1"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("ais: OK"), "mainline:\n{}", show(&o));
+}
+
 /// PC sampling through hsaKmtPcSampling* (ffi/tests/c/pc_sampling.c): the methods per GPU are
 /// the KFD's table (gfx90a: host trap; gfx942: host trap and stochastic; others none).
 #[test]

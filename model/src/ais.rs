@@ -63,7 +63,7 @@ impl Model {
         }
         let base = bo.backing.file_offset().ok_or(libc::EINVAL)?;
         // kfd_ais_rw_file.
-        if a.file_offset as u64 % PAGE != 0 || a.size % PAGE != 0 {
+        if !(a.file_offset as u64).is_multiple_of(PAGE) || !a.size.is_multiple_of(PAGE) {
             return Err(libc::EINVAL);
         }
         // SAFETY: borrowed for fstat / pread / pwrite during this call only; a descriptor that
