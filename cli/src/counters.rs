@@ -97,17 +97,17 @@ pub fn list() -> Result<(), String> {
 fn list_open() -> Result<(), String> {
     let nodes = gpu_nodes()?;
     match hsakmt::pmc::profiler_interface().map_err(|e| format!("{e}"))? {
-        Some((name, v)) => println!("KFD profiler interface: {name}, version {v} (AcquireTraceAccess takes its device lock)"),
-        None => println!("KFD profiler interface: none (AcquireTraceAccess arbitrates nothing, as upstream)"),
+        Some((name, v)) => crate::outln!("KFD profiler interface: {name}, version {v} (AcquireTraceAccess takes its device lock)"),
+        None => crate::outln!("KFD profiler interface: none (AcquireTraceAccess arbitrates nothing, as upstream)"),
     }
     for (node, p) in nodes {
         let g = gfx(&p);
         let table = hsakmt::pmc::table_name(node).unwrap_or("none");
-        println!("node {node}: gfx{}{}{:x}, upstream PMC table \"{table}\"", g.0, g.1, g.2);
+        crate::outln!("node {node}: gfx{}{}{:x}, upstream PMC table \"{table}\"", g.0, g.1, g.2);
         let blocks = match counters(node) {
             Ok(b) => b,
             Err(s) => {
-                println!("  no counters: {}", hsakmt_core::Status(s));
+                crate::outln!("  no counters: {}", hsakmt_core::Status(s));
                 continue;
             }
         };
@@ -121,11 +121,11 @@ fn list_open() -> Result<(), String> {
                 })
                 .collect();
             let ids = list.first().zip(list.last()).map_or(String::new(), |(a, b)| format!("ids {}..{}", a.0, b.0));
-            print!("  {:<7} {:>3} counters ({ids}), {slots:>2} at once", BLOCK_NAMES[index as usize], list.len());
+            let line = format!("  {:<7} {:>3} counters ({ids}), {slots:>2} at once", BLOCK_NAMES[index as usize], list.len());
             if counted.is_empty() {
-                println!();
+                crate::outln!("{line}");
             } else {
-                println!("; counted by the backend: {}", counted.join(", "));
+                crate::outln!("{line}; counted by the backend: {}", counted.join(", "));
             }
         }
     }
@@ -133,7 +133,7 @@ fn list_open() -> Result<(), String> {
 }
 
 /// A PMC trace of every counter the backend counts on one GPU (at most as many per block as
-/// it counts at once), started by [`Profile::start`] and printed by [`Profile::finish`].
+/// it counts at once), started by [`Profile::start`] and read by [`Profile::finish`].
 pub struct Profile {
     node: u32,
     gfx: (u32, u32, u32),
@@ -174,16 +174,33 @@ impl Profile {
         Ok(Some(prof))
     }
 
-    pub fn finish(mut self) -> Result<(), String> {
+    /// Stop the trace and give each counter's delta.
+    pub fn finish(mut self) -> Result<Vec<PmcDelta>, String> {
         check("hsaKmtPmcQueryTrace", hsaKmtPmcQueryTrace(self.trace))?;
         check("hsaKmtPmcStopTrace", hsaKmtPmcStopTrace(self.trace))?;
-        println!("PMC counters over the smoke test (trace deltas):");
-        for (i, (block, id)) in self.order.iter().enumerate() {
-            println!("  {:<5} {:>3} {:<26} {}", BLOCK_NAMES[*block as usize], id, name(self.gfx, *block, *id), self.buf[i]);
-        }
+        let deltas = self
+            .order
+            .iter()
+            .enumerate()
+            .map(|(i, (block, id))| PmcDelta {
+                block: BLOCK_NAMES[*block as usize],
+                id: *id,
+                name: name(self.gfx, *block, *id),
+                delta: self.buf[i],
+            })
+            .collect();
         check("hsaKmtPmcReleaseTraceAccess", hsaKmtPmcReleaseTraceAccess(self.node, self.trace))?;
         check("hsaKmtPmcUnregisterTrace", hsaKmtPmcUnregisterTrace(self.node, self.trace))?;
         self.buf.clear();
-        Ok(())
+        Ok(deltas)
     }
+}
+
+/// One counter of a [`Profile`]: its block, id, rocprofiler name (if known) and delta.
+#[derive(serde::Serialize)]
+pub struct PmcDelta {
+    pub block: &'static str,
+    pub id: u64,
+    pub name: &'static str,
+    pub delta: u64,
 }

@@ -79,7 +79,7 @@ fn run_open(o: &Options, mask: u64) -> Result<(), String> {
     if files.is_empty() {
         return Err("no GPU node".into());
     }
-    println!("watching {} GPU(s) for SMI events (mask 0x{mask:x}); Ctrl-C stops", files.len());
+    crate::outln!("watching {} GPU(s) for SMI events (mask 0x{mask:x}); Ctrl-C stops", files.len());
     let _fault = if o.fault { Some(cause_fault(files[0].0)?) } else { None };
     let start = Instant::now();
     let mut seen = 0u64;
@@ -93,7 +93,7 @@ fn run_open(o: &Options, mask: u64) -> Result<(), String> {
             Some(t) => match t.checked_sub(start.elapsed()) {
                 Some(left) => Some(left),
                 None => {
-                    println!("timeout: {seen} event(s)");
+                    crate::outln!("timeout: {seen} event(s)");
                     return Ok(());
                 }
             },
@@ -125,7 +125,7 @@ fn run_open(o: &Options, mask: u64) -> Result<(), String> {
                 let line = String::from_utf8_lossy(&line[..end]).into_owned();
                 let (id, msg) = line.split_once(' ').unwrap_or((&line, ""));
                 let name = u32::from_str_radix(id, 16).map_or("UNKNOWN", name_of);
-                println!("node {node} (gpu_id 0x{gpu_id:x}): {name} {msg}");
+                crate::outln!("node {node} (gpu_id 0x{gpu_id:x}): {name} {msg}");
                 seen += 1;
                 if o.count.is_some_and(|c| seen >= c) {
                     return Ok(());

@@ -1,14 +1,17 @@
-//! `kmtinfo --smoke`: one pass over the dispatch path through the C API, as a runtime uses it.
+//! `kmtinfo --smoke`: passes over the dispatch path through the C API, as a runtime uses it.
 //! On the first GPU: allocate GPU-visible memory; an SDMA queue does CONSTANT_FILL + COPY_LINEAR
 //! and a FENCE + TRAP that raises a KFD event; a PM4 compute queue does WRITE_DATA + RELEASE_MEM
 //! with an interrupt; an AQL queue runs a barrier-AND and the model's built-in fill kernel with a
-//! completion signal whose mailbox raises the event. Every result is checked and each step's
-//! latency printed. On a real GPU the AQL step is skipped: it needs a model kernel.
+//! completion signal whose mailbox raises the event. Every result is checked. The pass runs
+//! `--repeat` times (each step as many times) and each step's minimum, median and maximum
+//! latency are reported: single samples vary by orders of magnitude with what else the machine
+//! does. On a real GPU the AQL step is skipped: it needs a model kernel.
 
 use hsakmt::*;
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::packet::ring::{CmdFormat, CmdRing, DoorbellPtr};
 use hsakmt_core::packet::{pm4, sdma};
+use serde::Serialize;
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
@@ -163,23 +166,119 @@ impl Drop for Queue {
     }
 }
 
-pub(crate) fn step(name: &str, t: Duration) {
-    println!("  {name:<54} {:>9.1} µs", t.as_secs_f64() * 1e6);
+/// Each step's latencies, in the order the steps first ran.
+#[derive(Default)]
+pub struct Timings(Vec<(&'static str, Vec<Duration>)>);
+
+impl Timings {
+    pub fn add(&mut self, name: &'static str, t: Duration) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(t),
+            None => self.0.push((name, vec![t])),
+        }
+    }
 }
 
-/// Run the smoke test on the first GPU; Err describes the first thing that went wrong.
-pub fn run() -> Result<(), String> {
+/// One step over all passes, in microseconds.
+#[derive(Serialize)]
+pub struct StepStats {
+    pub name: &'static str,
+    pub samples: usize,
+    pub min_us: f64,
+    pub median_us: f64,
+    pub max_us: f64,
+}
+
+/// The median of sorted samples (the mean of the middle two for an even count).
+pub fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+fn stats(t: &Timings) -> Vec<StepStats> {
+    t.0.iter()
+        .map(|(name, v)| {
+            // Microseconds to 0.1 µs.
+            let mut us: Vec<f64> = v.iter().map(|d| (d.as_secs_f64() * 1e7).round() / 10.0).collect();
+            us.sort_by(f64::total_cmp);
+            StepStats {
+                name,
+                samples: us.len(),
+                min_us: us.first().copied().unwrap_or(0.0),
+                median_us: median(&us),
+                max_us: us.last().copied().unwrap_or(0.0),
+            }
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+pub struct SmokeResult {
+    pub node: u32,
+    pub model: bool,
+    pub repeat: u32,
+    pub steps: Vec<StepStats>,
+    /// Steps not run, and why.
+    pub skipped: Vec<&'static str>,
+    /// PMC deltas over all passes; null where the backend counts nothing.
+    pub pmc: Option<Vec<crate::counters::PmcDelta>>,
+    pub ok: bool,
+}
+
+#[derive(Serialize)]
+pub struct JsonReport<'a> {
+    pub backend: &'a crate::Backend,
+    pub smoke: &'a SmokeResult,
+}
+
+pub fn render_text(r: &SmokeResult) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "smoke test on node {}{}: {} pass{}, latency per step",
+        r.node,
+        if r.model { " (software model)" } else { "" },
+        r.repeat,
+        if r.repeat == 1 { "" } else { "es" }
+    );
+    let _ = writeln!(o, "  {:<54} {:>10} {:>10} {:>10}", "step", "min µs", "median µs", "max µs");
+    for s in &r.steps {
+        let _ = writeln!(o, "  {:<54} {:>10.1} {:>10.1} {:>10.1}", s.name, s.min_us, s.median_us, s.max_us);
+    }
+    for s in &r.skipped {
+        let _ = writeln!(o, "  {s}");
+    }
+    match &r.pmc {
+        Some(p) => {
+            let _ = writeln!(o, "PMC counters over the smoke test's {} pass(es) (trace deltas):", r.repeat);
+            for d in p {
+                let _ = writeln!(o, "  {:<5} {:>3} {:<26} {}", d.block, d.id, d.name, d.delta);
+            }
+        }
+        None => o.push_str("PMC: no counters the backend counts on this GPU (the runtime programs them)\n"),
+    }
+    o.push_str("smoke: OK\n");
+    o
+}
+
+/// Run the smoke test `repeat` times on the first GPU; Err describes the first thing that went
+/// wrong.
+pub fn run(repeat: u32) -> Result<SmokeResult, String> {
     let s = hsaKmtOpenKFD();
     if s != HSAKMT_STATUS_SUCCESS && s != HSAKMT_STATUS_KERNEL_ALREADY_OPENED {
         return Err(format!("hsaKmtOpenKFD failed: {}", hsakmt_core::Status(s)));
     }
-    let r = run_open();
+    let r = run_open(repeat);
     hsaKmtReleaseSystemProperties();
     hsaKmtCloseKFD();
     r
 }
 
-fn run_open() -> Result<(), String> {
+fn run_open(repeat: u32) -> Result<SmokeResult, String> {
     let mut sys: HsaSystemProperties = zeroed();
     // SAFETY: valid out-pointer.
     check("hsaKmtAcquireSystemProperties", unsafe { hsaKmtAcquireSystemProperties(&mut sys) })?;
@@ -197,38 +296,43 @@ fn run_open() -> Result<(), String> {
     let mut model = false;
     // SAFETY: valid out-pointer.
     check("hsaKmtModelEnabled", unsafe { hsaKmtModelEnabled(&mut model) })?;
-    println!("smoke test on node {node}{}", if model { " (software model)" } else { "" });
 
     let mut props: HsaNodeProperties = zeroed();
     // SAFETY: valid out-pointer.
     check("hsaKmtGetNodeProperties", unsafe { hsaKmtGetNodeProperties(node, &mut props) })?;
     let profile = crate::counters::Profile::start(node, &props)?;
+    let mut tm = Timings::default();
+    for _ in 0..repeat {
+        pass(node, model, &mut tm)?;
+    }
+    let pmc = match profile {
+        Some(p) => Some(p.finish()?),
+        None => None,
+    };
+    let skipped = if model { vec![] } else { vec!["AQL fill kernel: skipped (needs the model's built-in kernels)"] };
+    Ok(SmokeResult { node, model, repeat, steps: stats(&tm), skipped, pmc, ok: true })
+}
+
+/// One pass over every step.
+fn pass(node: u32, model: bool, tm: &mut Timings) -> Result<(), String> {
     let t = Instant::now();
     let src = Buffer::new(node, 64 << 10)?;
     let dst = Buffer::new(node, 64 << 10)?;
     let ev = Event::new(node)?;
-    step("allocate + map 2 × 64 KiB, create event", t.elapsed());
-
-    sdma_steps(node, &src, &dst, &ev)?;
-    pm4_steps(node, &dst, &ev)?;
+    tm.add("allocate + map 2 × 64 KiB, create event", t.elapsed());
+    sdma_steps(node, &src, &dst, &ev, tm)?;
+    pm4_steps(node, &dst, &ev, tm)?;
     if model {
-        crate::smoke_aql::aql_steps(node, &dst, &ev)?;
-    } else {
-        println!("  AQL fill kernel: skipped (needs the model's built-in kernels)");
+        crate::smoke_aql::aql_steps(node, &dst, &ev, tm)?;
     }
-    match profile {
-        Some(p) => p.finish()?,
-        None => println!("PMC: no counters the backend counts on this GPU (the runtime programs them)"),
-    }
-    println!("smoke: OK");
     Ok(())
 }
 
-fn sdma_steps(node: u32, src: &Buffer, dst: &Buffer, ev: &Event) -> Result<(), String> {
+fn sdma_steps(node: u32, src: &Buffer, dst: &Buffer, ev: &Event, tm: &mut Timings) -> Result<(), String> {
     let ring = Buffer::new(node, 4096)?;
     let t = Instant::now();
     let q = Queue::new(node, HSA_QUEUE_SDMA, &ring, zeroed())?;
-    step("create SDMA queue", t.elapsed());
+    tm.add("create SDMA queue", t.elapsed());
     let mut r = q.cmd_ring(CmdFormat::Sdma, &ring)?;
     let n = 16 << 10; // bytes
     let t = Instant::now();
@@ -239,7 +343,7 @@ fn sdma_steps(node: u32, src: &Buffer, dst: &Buffer, ev: &Event) -> Result<(), S
     w(&mut r, &sdma::Repr::Trap { int_context: ev.id() })?;
     r.commit();
     ev.wait()?;
-    step("SDMA fill 16 KiB + copy + fence + trap → event", t.elapsed());
+    tm.add("SDMA fill 16 KiB + copy + fence + trap → event", t.elapsed());
     let words = dst.u32s(n as usize / 4);
     if let Some(i) = words.iter().position(|&v| v != 0x5a5a_0001) {
         return Err(format!("SDMA copy: dst word {i} is {:#x}, expected 0x5a5a0001", words[i]));
@@ -247,11 +351,11 @@ fn sdma_steps(node: u32, src: &Buffer, dst: &Buffer, ev: &Event) -> Result<(), S
     Ok(())
 }
 
-fn pm4_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
+fn pm4_steps(node: u32, dst: &Buffer, ev: &Event, tm: &mut Timings) -> Result<(), String> {
     let ring = Buffer::new(node, 4096)?;
     let t = Instant::now();
     let q = Queue::new(node, HSA_QUEUE_COMPUTE, &ring, zeroed())?;
-    step("create PM4 compute queue", t.elapsed());
+    tm.add("create PM4 compute queue", t.elapsed());
     let mut r = q.cmd_ring(CmdFormat::Pm4, &ring)?;
     let at = dst.addr() + (32 << 10);
     let data = [0x1234_5678u32, 0x9abc_def0];
@@ -261,10 +365,22 @@ fn pm4_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
     w(&mut r, pm4::Command::ReleaseMem(pm4::ReleaseMem::eop(ev.mailbox(), u64::from(ev.id())).interrupt(2, ev.id())))?;
     r.commit();
     ev.wait()?;
-    step("PM4 WRITE_DATA + RELEASE_MEM interrupt → event", t.elapsed());
+    tm.add("PM4 WRITE_DATA + RELEASE_MEM interrupt → event", t.elapsed());
     let got = [dst.u32_at((32 << 10) / 4), dst.u32_at((32 << 10) / 4 + 1)];
     if got != data {
         return Err(format!("PM4 WRITE_DATA: read back {got:x?}, expected {data:x?}"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[1.0, 2.0, 9.0]), 2.0);
+        assert_eq!(median(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+        assert_eq!(median(&[5.0]), 5.0);
+    }
 }

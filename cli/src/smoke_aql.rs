@@ -4,7 +4,7 @@
 //! interrupt completion signal (its mailbox is the event's slot) and a NOP kernel with a
 //! polled one.
 
-use crate::smoke::{step, zeroed, Buffer, Event, Queue};
+use crate::smoke::{zeroed, Buffer, Event, Queue, Timings};
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::packet::aql::{self, Barrier, Body, KernelDispatch, Signal, SignalRepr, DEP_SIGNALS, PACKET_LEN};
 use hsakmt_core::packet::model_kernel::{Args, Descriptor, FillArgs, KernelId};
@@ -55,7 +55,7 @@ fn submit(r: &AqlRing<DoorbellPtr>, p: &aql::Repr) -> Result<u64, String> {
     }
 }
 
-pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
+pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event, tm: &mut Timings) -> Result<(), String> {
     let ring = Buffer::new(node, u64::from(RING_PACKETS) * PACKET_LEN as u64)?;
     let ctl = Buffer::new(node, 4096)?;
     for i in 0..RING_PACKETS as usize {
@@ -74,7 +74,7 @@ pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
     res.__anon_union_2 = HsaQueueResource__anon_union_2 { QueueWptrValue: ctl.addr() + WPTR as u64 };
     let t = Instant::now();
     let q = Queue::new(node, HSA_QUEUE_COMPUTE_AQL, &ring, res)?;
-    step("create AQL queue", t.elapsed());
+    tm.add("create AQL queue", t.elapsed());
     // SAFETY: the ring (INVALID headers), the dispatch ids and the doorbell come from the queue
     // just created and outlive `r`.
     let r = unsafe { AqlRing::new(ring.ptr, RING_PACKETS, q.wptr(), q.rptr(), DoorbellPtr::new(q.doorbell())) }
@@ -98,7 +98,7 @@ pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
     let t = Instant::now();
     signal_value(&ctl, DEP_SIGNAL).store(0, std::sync::atomic::Ordering::Release);
     ev.wait()?;
-    step("AQL barrier release → fill 4 KiB → interrupt signal", t.elapsed());
+    tm.add("AQL barrier release → fill 4 KiB → interrupt signal", t.elapsed());
     if signal_value(&ctl, DONE_SIGNAL).load(std::sync::atomic::Ordering::Acquire) != 0 {
         return Err("AQL completion signal not decremented to 0".into());
     }
@@ -121,7 +121,7 @@ pub fn aql_steps(node: u32, dst: &Buffer, ev: &Event) -> Result<(), String> {
         }
         std::hint::spin_loop();
     }
-    step("AQL NOP dispatch → polled signal", t.elapsed());
+    tm.add("AQL NOP dispatch → polled signal", t.elapsed());
     // The packet processor advances read_dispatch_id once it is done with a slot, which may
     // be just after the signal it completed.
     let t = Instant::now();
