@@ -137,7 +137,14 @@ fn details(o: &mut String, n: &NodeInfo, raw_caches: bool) {
     let _ = writeln!(o);
     match n.gpu_index {
         Some(g) => {
-            let _ = writeln!(o, "Node {}: GPU {g} {} ({}), gpu_id {}", n.id, or_dash(n.gfx_target.clone()), name(n), or_dash(n.gpu_id));
+            let _ = writeln!(
+                o,
+                "Node {}: GPU {} ({}), GPU index {g}, gpu_id {}",
+                n.id,
+                or_dash(n.gfx_target.clone()),
+                name(n),
+                or_dash(n.gpu_id)
+            );
             let _ = writeln!(
                 o,
                 "  compute: {} CUs, {} SIMDs, {} waves/SIMD, wave{}, {} XCC, {} MHz",

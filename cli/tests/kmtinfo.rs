@@ -302,7 +302,7 @@ fn mi25_caches_are_grouped_by_level_type_and_size() {
     assert_eq!(raw.len(), files.len());
     assert_eq!(raw.iter().filter(|c| c["size_kib"] == 16 && c["type_bits"] == 9).count(), 64);
     let out = stdout(&kmtinfo(&["--model", "mi25", "--raw-caches"], &[]));
-    let gpu = &out[out.find("\nNode 1: GPU").unwrap()..];
+    let gpu = &out[out.find("\nNode 1: GPU gfx900").unwrap()..];
     assert_eq!(gpu.matches("    cache L1 ").count(), files.len());
 }
 
@@ -472,7 +472,13 @@ fn mi300x_cpx_is_compact_and_filterable() {
     let o = kmtinfo(&["--model", "mi300x-cpx", "--gpu", "5,6"], &[]);
     let out = stdout(&o);
     assert!(out.contains("65 nodes, 2 shown"), "{out}");
-    assert!(out.contains("\nNode 7: GPU 5 ") && out.contains("\nNode 8: GPU 6 "), "details of the chosen GPUs:\n{out}");
+    for (node, gpu) in [(7, 5), (8, 6)] {
+        let head = out
+            .lines()
+            .find(|l| l.starts_with(&format!("Node {node}: GPU gfx942 ")))
+            .unwrap_or_else(|| panic!("no details of node {node}:\n{out}"));
+        assert!(head.contains(&format!("GPU index {gpu},")), "{head}");
+    }
 
     // GPU-only: the 63 partitions.
     let j = json(&["--model", "mi300x-cpx", "--gpus-only", "--json"]);
