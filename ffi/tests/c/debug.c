@@ -8,6 +8,7 @@
  * Exit 0 on success; no check is skipped (ptrace must work). */
 #define _GNU_SOURCE
 #include "expect.h"
+#include "gpu_memory.h"
 #include <hsakmt/hsakmt.h>
 #include <hsakmt/linux/kfd_ioctl.h>
 #include <poll.h>
@@ -28,22 +29,6 @@ static char hear(int fd)
 	char c = 0;
 	EXPECT(read(fd, &c, 1) == 1);
 	return c;
-}
-
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 va = 0;
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.ExecuteAccess = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) || hsaKmtMapMemoryToGPUNodes(p, size, &va, (HsaMemFlags){0}, 1, &node))
-		return NULL;
-	memset(p, 0, size);
-	return p;
 }
 
 static HSAuint32 first_gpu(HsaNodeProperties *props)

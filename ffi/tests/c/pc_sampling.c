@@ -5,6 +5,7 @@
  * signal at the watermark. PCS_METHODS: how many methods the GPU has (the KFD's table: gfx90a 1,
  * gfx942 2, others 0). Exit 0 on success. */
 #include "expect.h"
+#include "gpu_memory.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,24 +24,6 @@ struct hosttrap_sample {
 	uint32_t wg_x, wg_y, wg_z, wave_chiplet, hw_id, reserved0;
 	uint64_t reserved1, timestamp, correlation_id;
 };
-
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 va = 0;
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.ExecuteAccess = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &va, (HsaMemFlags){ 0 }, 1, &node) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
 
 static uint8_t *ring;
 static uint64_t *ptrs;

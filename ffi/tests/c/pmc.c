@@ -15,26 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "expect.h"
+#include "gpu_memory.h"
 
 #define N_BYTES 8192u
-
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 gpu_va = 0;
-
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
 
 static HsaCounter counter(HSAuint32 block, HSAuint64 id, HSA_PROFILE_TYPE type)
 {

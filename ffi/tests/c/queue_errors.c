@@ -8,30 +8,12 @@
  *   (KFD_EC_MASK of the exception code) and signals the queue's error event.
  * Exit 0 on success. */
 #include "expect.h"
+#include "gpu_memory.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 gpu_va = 0;
-
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.ExecuteAccess = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
 
 /* Wait (up to 10 s) until the queue's read pointer reaches `want`: the engine has executed the
  * healthy packet before the bad one. */

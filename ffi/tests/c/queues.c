@@ -5,31 +5,12 @@
  * type, unknown node, ring size not a power of two, unmapped ring, destroying twice). Exit 0 on
  * success. */
 #include "expect.h"
+#include "gpu_memory.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Host memory the GPU of `node` can reach (what kfdtest's HsaMemoryBuffer(host) gives). */
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 gpu_va = 0;
-
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.ExecuteAccess = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
 
 static void release(void *p, HSAuint64 size)
 {

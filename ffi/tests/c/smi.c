@@ -7,6 +7,7 @@
  * destroying an AQL queue unmaps it from the GPU: UNMAP_FROM_GPU reaches a client that asked
  * for it and not the first one; after CloseKFD, PROCESS_END. Exit 0 on success. */
 #include "expect.h"
+#include "gpu_memory.h"
 #include <errno.h>
 #include <hsakmt/hsakmt.h>
 #include <poll.h>
@@ -18,24 +19,6 @@
 
 #define MASK(i) (1ull << ((i) - 1)) /* KFD_SMI_EVENT_MASK_FROM_INDEX */
 enum { VMFAULT = 1, PRE_RESET = 3, POST_RESET = 4, QUEUE_EVICTION = 9, UNMAP_FROM_GPU = 11, PROCESS_END = 13 };
-
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 gpu_va = 0;
-
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemFlags){0}, 1, &node) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
 
 static int wait_readable(int fd, int ms)
 {

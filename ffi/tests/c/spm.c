@@ -3,6 +3,7 @@
  * data loss with a small buffer; a timeout with no work; SPM held by another process (fork);
  * release; bad input. Exit 0 on success. */
 #include "expect.h"
+#include "gpu_memory.h"
 #include <hsakmt/hsakmt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,23 +24,6 @@ struct sample {
 struct header {
 	uint32_t version, bytes_copied, has_data_loss, reserved[5];
 };
-
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
-{
-	HsaMemFlags f;
-	void *p = NULL;
-	HSAuint64 va = 0;
-	memset(&f, 0, sizeof(f));
-	f.ui32.HostAccess = 1;
-	f.ui32.NonPaged = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	if (hsaKmtMapMemoryToGPUNodes(p, size, &va, (HsaMemFlags){ 0 }, 1, &node) != HSAKMT_STATUS_SUCCESS)
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
 
 static void sleep_ms(long ms)
 {

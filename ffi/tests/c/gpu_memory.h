@@ -1,0 +1,27 @@
+/* Host memory a GPU can reach, as kfdtest's HsaMemoryBuffer(host) gives it: non-paged,
+ * executable, 4 KiB pages, mapped to the GPU of `node`, zeroed. NULL on failure. */
+#ifndef HSAKMT_RS_TEST_GPU_MEMORY_H
+#define HSAKMT_RS_TEST_GPU_MEMORY_H
+#include <hsakmt/hsakmt.h>
+#include <string.h>
+
+static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
+{
+	HsaMemFlags f;
+	void *p = NULL;
+	HSAuint64 gpu_va = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.ui32.HostAccess = 1;
+	f.ui32.NonPaged = 1;
+	f.ui32.ExecuteAccess = 1;
+	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
+	if (hsaKmtAllocMemory(node, size, f, &p) != HSAKMT_STATUS_SUCCESS)
+		return NULL;
+	if (hsaKmtMapMemoryToGPUNodes(p, size, &gpu_va, (HsaMemFlags){ 0 }, 1, &node) != HSAKMT_STATUS_SUCCESS)
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+#endif
