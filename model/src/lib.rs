@@ -22,6 +22,7 @@ pub mod events;
 mod file;
 pub mod fork;
 mod gpu;
+pub mod isa;
 mod kfd;
 mod mem;
 mod model;

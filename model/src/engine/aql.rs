@@ -69,7 +69,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
                     index: at,
                     doorbell: x.ring.doorbell,
                 };
-                crate::pcs::sampled(x, &d, || kernels::run(x, k.kernel_object, k.kernarg_address, at))?;
+                crate::pcs::sampled(x, &d, || dispatch(x, &k, va, at))?;
                 x.steps += 1;
                 k.completion_signal
             }
@@ -139,6 +139,27 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
         p.read += 1;
         x.report(p.read)?;
     }
+}
+
+/// A kernel dispatch: a model kernel ("HKMK" descriptor), or on gfx90a the machine code of an
+/// AMDHSA kernel descriptor (model/ISA.md). The descriptor is read through the GPU page table.
+fn dispatch(x: &Exec<'_>, k: &aql::KernelDispatch, packet_va: u64, at: u64) -> Result<(), Halt> {
+    let mut magic = [0u8; 4];
+    x.read(k.kernel_object, &mut magic)?;
+    if u32::from_le_bytes(magic) == hsakmt_core::packet::model_kernel::MAGIC || x.gfx_version() != (9, 0, 10) {
+        return kernels::run(x, k.kernel_object, k.kernarg_address, at);
+    }
+    use crate::isa::descriptor::{KernelDescriptor, ALIGN, LEN};
+    use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID as CODE_INVALID;
+    if !k.kernel_object.is_multiple_of(ALIGN) {
+        return Err(bad_ec(at, "kernel object is not 64-byte aligned", CODE_INVALID));
+    }
+    let mut b = [0u8; LEN];
+    x.read(k.kernel_object, &mut b)?;
+    let d = KernelDescriptor::parse(&b)
+        .map_err(|_| bad_ec(at, "kernel object is neither a model kernel nor a kernel descriptor", CODE_INVALID))?;
+    let l = crate::isa::wave::Launch { desc_va: k.kernel_object, packet_va, index: at, k: *k };
+    crate::isa::wave::dispatch(x, &d, &l)
 }
 
 /// amd_signal_t.value of the signal at `handle`.

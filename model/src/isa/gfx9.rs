@@ -1,0 +1,625 @@
+//! The gfx9 (gfx90a) instruction decoder: the encodings of AMD's "AMD Instinct MI200"
+//! (CDNA2) ISA reference, in our own tables, for the instructions the model executes. An
+//! encoding or opcode outside the tables is not decoded ([`decode`] answers `None`): the wave
+//! stops with an illegal-instruction exception instead of guessing.
+//!
+//! [`Inst`]'s `Display` prints LLVM's assembler syntax, so tests compare it with
+//! `llvm-objdump --mcpu=gfx90a`.
+
+use std::fmt;
+
+/// Instruction encodings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enc {
+    Sop2,
+    Sopk,
+    Sop1,
+    Sopc,
+    Sopp,
+    Smem,
+    Vop2,
+    Vop1,
+    Vopc,
+    Vop3,
+    Flat,
+}
+
+/// Operand widths in dwords: destination, then up to three sources (0: none).
+type Sig = [u8; 4];
+
+/// (opcode, mnemonic, widths)
+type Row = (u16, &'static str, Sig);
+
+const SOP2: &[Row] = &[
+    (0, "s_add_u32", [1, 1, 1, 0]),
+    (1, "s_sub_u32", [1, 1, 1, 0]),
+    (2, "s_add_i32", [1, 1, 1, 0]),
+    (3, "s_sub_i32", [1, 1, 1, 0]),
+    (4, "s_addc_u32", [1, 1, 1, 0]),
+    (5, "s_subb_u32", [1, 1, 1, 0]),
+    (6, "s_min_i32", [1, 1, 1, 0]),
+    (7, "s_min_u32", [1, 1, 1, 0]),
+    (8, "s_max_i32", [1, 1, 1, 0]),
+    (9, "s_max_u32", [1, 1, 1, 0]),
+    (10, "s_cselect_b32", [1, 1, 1, 0]),
+    (11, "s_cselect_b64", [2, 2, 2, 0]),
+    (12, "s_and_b32", [1, 1, 1, 0]),
+    (13, "s_and_b64", [2, 2, 2, 0]),
+    (14, "s_or_b32", [1, 1, 1, 0]),
+    (15, "s_or_b64", [2, 2, 2, 0]),
+    (16, "s_xor_b32", [1, 1, 1, 0]),
+    (17, "s_xor_b64", [2, 2, 2, 0]),
+    (18, "s_andn2_b32", [1, 1, 1, 0]),
+    (19, "s_andn2_b64", [2, 2, 2, 0]),
+    (28, "s_lshl_b32", [1, 1, 1, 0]),
+    (29, "s_lshl_b64", [2, 2, 1, 0]),
+    (30, "s_lshr_b32", [1, 1, 1, 0]),
+    (31, "s_lshr_b64", [2, 2, 1, 0]),
+    (32, "s_ashr_i32", [1, 1, 1, 0]),
+    (33, "s_ashr_i64", [2, 2, 1, 0]),
+    (36, "s_mul_i32", [1, 1, 1, 0]),
+];
+
+const SOPK: &[Row] = &[(0, "s_movk_i32", [1, 0, 0, 0])];
+
+const SOP1: &[Row] = &[
+    (0, "s_mov_b32", [1, 1, 0, 0]),
+    (1, "s_mov_b64", [2, 2, 0, 0]),
+    (4, "s_not_b32", [1, 1, 0, 0]),
+    (5, "s_not_b64", [2, 2, 0, 0]),
+    (28, "s_getpc_b64", [2, 0, 0, 0]),
+    (32, "s_and_saveexec_b64", [2, 2, 0, 0]),
+    (33, "s_or_saveexec_b64", [2, 2, 0, 0]),
+    (34, "s_xor_saveexec_b64", [2, 2, 0, 0]),
+];
+
+const SOPC: &[Row] = &[
+    (0, "s_cmp_eq_i32", [0, 1, 1, 0]),
+    (1, "s_cmp_lg_i32", [0, 1, 1, 0]),
+    (2, "s_cmp_gt_i32", [0, 1, 1, 0]),
+    (3, "s_cmp_ge_i32", [0, 1, 1, 0]),
+    (4, "s_cmp_lt_i32", [0, 1, 1, 0]),
+    (5, "s_cmp_le_i32", [0, 1, 1, 0]),
+    (6, "s_cmp_eq_u32", [0, 1, 1, 0]),
+    (7, "s_cmp_lg_u32", [0, 1, 1, 0]),
+    (8, "s_cmp_gt_u32", [0, 1, 1, 0]),
+    (9, "s_cmp_ge_u32", [0, 1, 1, 0]),
+    (10, "s_cmp_lt_u32", [0, 1, 1, 0]),
+    (11, "s_cmp_le_u32", [0, 1, 1, 0]),
+];
+
+const SOPP: &[Row] = &[
+    (0, "s_nop", [0; 4]),
+    (1, "s_endpgm", [0; 4]),
+    (2, "s_branch", [0; 4]),
+    (4, "s_cbranch_scc0", [0; 4]),
+    (5, "s_cbranch_scc1", [0; 4]),
+    (6, "s_cbranch_vccz", [0; 4]),
+    (7, "s_cbranch_vccnz", [0; 4]),
+    (8, "s_cbranch_execz", [0; 4]),
+    (9, "s_cbranch_execnz", [0; 4]),
+    (10, "s_barrier", [0; 4]),
+    (12, "s_waitcnt", [0; 4]),
+];
+
+const SMEM: &[Row] = &[
+    (0, "s_load_dword", [1, 0, 0, 0]),
+    (1, "s_load_dwordx2", [2, 0, 0, 0]),
+    (2, "s_load_dwordx4", [4, 0, 0, 0]),
+    (3, "s_load_dwordx8", [8, 0, 0, 0]),
+    (4, "s_load_dwordx16", [16, 0, 0, 0]),
+];
+
+const VOP2: &[Row] = &[
+    (0, "v_cndmask_b32", [1, 1, 1, 2]),
+    (1, "v_add_f32", [1, 1, 1, 0]),
+    (2, "v_sub_f32", [1, 1, 1, 0]),
+    (3, "v_subrev_f32", [1, 1, 1, 0]),
+    (5, "v_mul_f32", [1, 1, 1, 0]),
+    (8, "v_mul_u32_u24", [1, 1, 1, 0]),
+    (10, "v_min_f32", [1, 1, 1, 0]),
+    (11, "v_max_f32", [1, 1, 1, 0]),
+    (12, "v_min_i32", [1, 1, 1, 0]),
+    (13, "v_max_i32", [1, 1, 1, 0]),
+    (14, "v_min_u32", [1, 1, 1, 0]),
+    (15, "v_max_u32", [1, 1, 1, 0]),
+    (16, "v_lshrrev_b32", [1, 1, 1, 0]),
+    (17, "v_ashrrev_i32", [1, 1, 1, 0]),
+    (18, "v_lshlrev_b32", [1, 1, 1, 0]),
+    (19, "v_and_b32", [1, 1, 1, 0]),
+    (20, "v_or_b32", [1, 1, 1, 0]),
+    (21, "v_xor_b32", [1, 1, 1, 0]),
+    (22, "v_mac_f32", [1, 1, 1, 0]),
+    (25, "v_add_co_u32", [1, 1, 1, 0]),
+    (26, "v_sub_co_u32", [1, 1, 1, 0]),
+    (27, "v_subrev_co_u32", [1, 1, 1, 0]),
+    (28, "v_addc_co_u32", [1, 1, 1, 2]),
+    (29, "v_subb_co_u32", [1, 1, 1, 2]),
+    (30, "v_subbrev_co_u32", [1, 1, 1, 2]),
+    (52, "v_add_u32", [1, 1, 1, 0]),
+    (53, "v_sub_u32", [1, 1, 1, 0]),
+    (54, "v_subrev_u32", [1, 1, 1, 0]),
+    (59, "v_fmac_f32", [1, 1, 1, 0]),
+];
+
+const VOP1: &[Row] = &[
+    (0, "v_nop", [0; 4]),
+    (1, "v_mov_b32", [1, 1, 0, 0]),
+    (2, "v_readfirstlane_b32", [1, 1, 0, 0]),
+    (5, "v_cvt_f32_i32", [1, 1, 0, 0]),
+    (6, "v_cvt_f32_u32", [1, 1, 0, 0]),
+    (7, "v_cvt_u32_f32", [1, 1, 0, 0]),
+    (8, "v_cvt_i32_f32", [1, 1, 0, 0]),
+    (43, "v_not_b32", [1, 1, 0, 0]),
+];
+
+/// VOPC: f32 compares at 0x40.., i32 at 0xc0.., u32 at 0xc8.. (the suffix order of each group).
+const VOPC_F32: [&str; 16] = [
+    "v_cmp_f_f32",
+    "v_cmp_lt_f32",
+    "v_cmp_eq_f32",
+    "v_cmp_le_f32",
+    "v_cmp_gt_f32",
+    "v_cmp_lg_f32",
+    "v_cmp_ge_f32",
+    "v_cmp_o_f32",
+    "v_cmp_u_f32",
+    "v_cmp_nge_f32",
+    "v_cmp_nlg_f32",
+    "v_cmp_ngt_f32",
+    "v_cmp_nle_f32",
+    "v_cmp_neq_f32",
+    "v_cmp_nlt_f32",
+    "v_cmp_tru_f32",
+];
+const VOPC_I32: [&str; 8] =
+    ["v_cmp_f_i32", "v_cmp_lt_i32", "v_cmp_eq_i32", "v_cmp_le_i32", "v_cmp_gt_i32", "v_cmp_ne_i32", "v_cmp_ge_i32", "v_cmp_t_i32"];
+const VOPC_U32: [&str; 8] =
+    ["v_cmp_f_u32", "v_cmp_lt_u32", "v_cmp_eq_u32", "v_cmp_le_u32", "v_cmp_gt_u32", "v_cmp_ne_u32", "v_cmp_ge_u32", "v_cmp_t_u32"];
+
+/// VOP3-only opcodes (VOPC, VOP2 and VOP1 also have VOP3 forms at op, 0x100 + op, 0x140 + op).
+const VOP3: &[Row] = &[
+    (0x1c3, "v_mad_u32_u24", [1, 1, 1, 1]),
+    (0x1c8, "v_bfe_u32", [1, 1, 1, 1]),
+    (0x1cb, "v_fma_f32", [1, 1, 1, 1]),
+    (0x1e8, "v_mad_u64_u32", [2, 1, 1, 2]),
+    (0x1fd, "v_lshl_add_u32", [1, 1, 1, 1]),
+    (0x1ff, "v_add3_u32", [1, 1, 1, 1]),
+    (0x200, "v_lshl_or_b32", [1, 1, 1, 1]),
+    (0x285, "v_mul_lo_u32", [1, 1, 1, 0]),
+    (0x286, "v_mul_hi_u32", [1, 1, 1, 0]),
+    (0x28f, "v_lshlrev_b64", [2, 1, 2, 0]),
+    (0x290, "v_lshrrev_b64", [2, 1, 2, 0]),
+];
+
+/// FLAT / GLOBAL memory opcodes: (opcode, suffix, dwords, is store).
+const FLAT: &[(u16, &str, u8, bool)] = &[
+    (20, "load_dword", 1, false),
+    (21, "load_dwordx2", 2, false),
+    (22, "load_dwordx3", 3, false),
+    (23, "load_dwordx4", 4, false),
+    (28, "store_dword", 1, true),
+    (29, "store_dwordx2", 2, true),
+    (30, "store_dwordx3", 3, true),
+    (31, "store_dwordx4", 4, true),
+];
+
+/// Operand code of a literal constant following the instruction.
+pub const LITERAL: u16 = 255;
+/// SGPR operand codes of VCC and EXEC (low halves).
+pub const VCC: u16 = 106;
+pub const EXEC: u16 = 126;
+/// FLAT `saddr` value meaning "no SGPR base" (`off`).
+pub const SADDR_OFF: u16 = 0x7f;
+
+/// One decoded instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inst {
+    pub enc: Enc,
+    pub op: u16,
+    pub name: &'static str,
+    /// Operand widths (destination, sources), dwords.
+    pub sig: Sig,
+    /// Size in bytes (4 or 8).
+    pub len: u8,
+    /// Destination: SGPR operand code (scalar, VOPC e64, v_readfirstlane) or VGPR index.
+    pub dst: u16,
+    /// VOP3b's SGPR carry-out / VOPC-e64's mask destination (operand code); else unused.
+    pub sdst: u16,
+    /// Source operand codes (0..=255 scalar and constants, 256.. VGPRs).
+    pub src: [u16; 3],
+    pub lit: u32,
+    /// SOPP / SOPK simm16 (sign-extended), SMEM byte offset, FLAT offset.
+    pub imm: i32,
+    /// VOP3 modifiers: abs and neg bit masks per source, clamp, output modifier.
+    pub abs: u8,
+    pub neg: u8,
+    pub clamp: bool,
+    pub omod: u8,
+    /// FLAT: segment (0 flat, 2 global), SGPR base, data VGPR, glc/slc.
+    pub seg: u8,
+    pub saddr: u16,
+    pub data: u16,
+    pub glc: bool,
+    pub slc: bool,
+    /// FLAT: dwords moved and whether it stores.
+    pub dwords: u8,
+    pub store: bool,
+}
+
+fn find(t: &[Row], op: u32) -> Option<&Row> {
+    t.iter().find(|r| u32::from(r.0) == op)
+}
+
+fn blank(enc: Enc, row: &Row) -> Inst {
+    Inst {
+        enc,
+        op: row.0,
+        name: row.1,
+        sig: row.2,
+        len: 4,
+        dst: 0,
+        sdst: 0,
+        src: [0; 3],
+        lit: 0,
+        imm: 0,
+        abs: 0,
+        neg: 0,
+        clamp: false,
+        omod: 0,
+        seg: 0,
+        saddr: SADDR_OFF,
+        data: 0,
+        glc: false,
+        slc: false,
+        dwords: 0,
+        store: false,
+    }
+}
+
+/// A VOPC opcode's mnemonic.
+fn vopc_name(op: u32) -> Option<&'static str> {
+    match op {
+        0x40..=0x4f => Some(VOPC_F32[(op - 0x40) as usize]),
+        0xc0..=0xc7 => Some(VOPC_I32[(op - 0xc0) as usize]),
+        0xc8..=0xcf => Some(VOPC_U32[(op - 0xc8) as usize]),
+        _ => None,
+    }
+}
+
+/// Does the VOP2 opcode write a carry (VOP3b form, VCC in VOP2)?
+pub fn carry_out(op: u16) -> bool {
+    (25..=30).contains(&op)
+}
+
+/// Does the VOP2 opcode read a carry / mask (VCC in VOP2, src2 in VOP3)?
+pub fn carry_in(op: u16) -> bool {
+    op == 0 || (28..=30).contains(&op)
+}
+
+/// Decode the instruction at the start of `w` (one or two dwords; a literal needs the second).
+/// `None`: not an instruction the model knows, or `w` too short for it.
+pub fn decode(w: &[u32]) -> Option<Inst> {
+    let d = *w.first()?;
+    let second = w.get(1).copied();
+    let with_literal = |mut i: Inst| -> Option<Inst> {
+        if i.src.contains(&LITERAL) {
+            i.lit = second?;
+            i.len = 8;
+        }
+        Some(i)
+    };
+    if d >> 23 == 0x17d {
+        let r = find(SOP1, (d >> 8) & 0xff)?;
+        let mut i = blank(Enc::Sop1, r);
+        i.dst = ((d >> 16) & 0x7f) as u16;
+        i.src[0] = (d & 0xff) as u16;
+        return with_literal(i);
+    }
+    if d >> 23 == 0x17e {
+        let r = find(SOPC, (d >> 16) & 0x7f)?;
+        let mut i = blank(Enc::Sopc, r);
+        i.src = [(d & 0xff) as u16, ((d >> 8) & 0xff) as u16, 0];
+        return with_literal(i);
+    }
+    if d >> 23 == 0x17f {
+        let r = find(SOPP, (d >> 16) & 0x7f)?;
+        let mut i = blank(Enc::Sopp, r);
+        i.imm = i32::from(d as u16 as i16);
+        return Some(i);
+    }
+    if d >> 28 == 0xb {
+        let r = find(SOPK, (d >> 23) & 0x1f)?;
+        let mut i = blank(Enc::Sopk, r);
+        i.dst = ((d >> 16) & 0x7f) as u16;
+        i.imm = i32::from(d as u16 as i16);
+        return Some(i);
+    }
+    if d >> 30 == 0b10 {
+        let r = find(SOP2, (d >> 23) & 0x7f)?;
+        let mut i = blank(Enc::Sop2, r);
+        i.dst = ((d >> 16) & 0x7f) as u16;
+        i.src = [(d & 0xff) as u16, ((d >> 8) & 0xff) as u16, 0];
+        return with_literal(i);
+    }
+    if d >> 26 == 0b110000 {
+        let e = second?;
+        // Only the immediate-offset form (IMM = 1).
+        if d & (1 << 17) == 0 {
+            return None;
+        }
+        let r = find(SMEM, (d >> 18) & 0xff)?;
+        let mut i = blank(Enc::Smem, r);
+        i.dst = ((d >> 6) & 0x7f) as u16;
+        i.src[0] = ((d & 0x3f) << 1) as u16;
+        i.imm = ((e & 0x1f_ffff) << 11) as i32 >> 11;
+        i.glc = d & (1 << 16) != 0;
+        i.len = 8;
+        return Some(i);
+    }
+    if d >> 25 == 0x3f {
+        let r = find(VOP1, (d >> 9) & 0xff)?;
+        let mut i = blank(Enc::Vop1, r);
+        i.dst = ((d >> 17) & 0xff) as u16;
+        i.src[0] = (d & 0x1ff) as u16;
+        return with_literal(i);
+    }
+    if d >> 25 == 0x3e {
+        let op = (d >> 17) & 0xff;
+        let name = vopc_name(op)?;
+        let mut i = blank(Enc::Vopc, &(op as u16, name, [2, 1, 1, 0]));
+        i.dst = VCC;
+        i.src = [(d & 0x1ff) as u16, 256 + ((d >> 9) & 0xff) as u16, 0];
+        return with_literal(i);
+    }
+    if d >> 31 == 0 {
+        let r = find(VOP2, (d >> 25) & 0x3f)?;
+        let mut i = blank(Enc::Vop2, r);
+        i.dst = ((d >> 17) & 0xff) as u16;
+        i.src = [(d & 0x1ff) as u16, 256 + ((d >> 9) & 0xff) as u16, VCC];
+        return with_literal(i);
+    }
+    if d >> 26 == 0b110100 {
+        let e = second?;
+        let op = (d >> 16) & 0x3ff;
+        let mut i = if op < 0x100 {
+            let name = vopc_name(op)?;
+            blank(Enc::Vop3, &(op as u16, name, [2, 1, 1, 0]))
+        } else if (0x100..0x140).contains(&op) {
+            blank(Enc::Vop3, find(VOP2, op - 0x100)?)
+        } else if (0x140..0x1c0).contains(&op) {
+            blank(Enc::Vop3, find(VOP1, op - 0x140)?)
+        } else {
+            blank(Enc::Vop3, find(VOP3, op)?)
+        };
+        i.op = op as u16;
+        i.len = 8;
+        i.dst = (d & 0xff) as u16;
+        i.src = [(e & 0x1ff) as u16, ((e >> 9) & 0x1ff) as u16, ((e >> 18) & 0x1ff) as u16];
+        i.neg = ((e >> 29) & 7) as u8;
+        i.omod = ((e >> 27) & 3) as u8;
+        i.clamp = d & (1 << 15) != 0;
+        let vop3b = op == 0x1e8 || (0x100..0x140).contains(&op) && carry_out((op - 0x100) as u16);
+        if vop3b {
+            i.sdst = ((d >> 8) & 0x7f) as u16;
+        } else {
+            i.abs = ((d >> 8) & 7) as u8;
+        }
+        // No literal in VOP3 on gfx9.
+        if i.src.contains(&LITERAL) {
+            return None;
+        }
+        return Some(i);
+    }
+    if d >> 26 == 0b110111 {
+        let e = second?;
+        let seg = ((d >> 14) & 3) as u8;
+        if seg != 0 && seg != 2 {
+            return None; // scratch: not yet
+        }
+        let &(op, suffix, dwords, store) = FLAT.iter().find(|f| u32::from(f.0) == (d >> 18) & 0x7f)?;
+        let name = match (seg, FLAT_NAMES.iter().find(|n| n.1 == suffix)) {
+            (0, Some(n)) => n.0,
+            (_, Some(n)) => n.2,
+            _ => return None,
+        };
+        let mut i = blank(Enc::Flat, &(op, name, [0; 4]));
+        i.len = 8;
+        i.seg = seg;
+        // gfx90a: 12-bit unsigned offset for FLAT, 13-bit signed for GLOBAL.
+        i.imm = if seg == 0 { (d & 0xfff) as i32 } else { ((d & 0x1fff) << 19) as i32 >> 19 };
+        i.glc = d & (1 << 16) != 0;
+        i.slc = d & (1 << 17) != 0;
+        i.src[0] = 256 + (e & 0xff) as u16;
+        i.data = ((e >> 8) & 0xff) as u16;
+        i.saddr = ((e >> 16) & 0x7f) as u16;
+        i.dst = ((e >> 24) & 0xff) as u16;
+        i.dwords = dwords;
+        i.store = store;
+        // ACC (AGPR data) and LDS forms: not yet.
+        if e & (1 << 23) != 0 || d & (1 << 13) != 0 {
+            return None;
+        }
+        return Some(i);
+    }
+    None
+}
+
+/// (flat name, suffix, global name)
+const FLAT_NAMES: &[(&str, &str, &str)] = &[
+    ("flat_load_dword", "load_dword", "global_load_dword"),
+    ("flat_load_dwordx2", "load_dwordx2", "global_load_dwordx2"),
+    ("flat_load_dwordx3", "load_dwordx3", "global_load_dwordx3"),
+    ("flat_load_dwordx4", "load_dwordx4", "global_load_dwordx4"),
+    ("flat_store_dword", "store_dword", "global_store_dword"),
+    ("flat_store_dwordx2", "store_dwordx2", "global_store_dwordx2"),
+    ("flat_store_dwordx3", "store_dwordx3", "global_store_dwordx3"),
+    ("flat_store_dwordx4", "store_dwordx4", "global_store_dwordx4"),
+];
+
+/// An operand as LLVM prints it; `n` dwords wide.
+struct Opnd(u16, u8, u32);
+
+impl fmt::Display for Opnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Opnd(c, n, lit) = *self;
+        let range = |f: &mut fmt::Formatter<'_>, p: &str, r: u16| {
+            if n == 1 {
+                write!(f, "{p}{r}")
+            } else {
+                write!(f, "{p}[{r}:{}]", r + u16::from(n) - 1)
+            }
+        };
+        match c {
+            0..=101 => range(f, "s", c),
+            106 if n == 2 => f.write_str("vcc"),
+            106 => f.write_str("vcc_lo"),
+            107 => f.write_str("vcc_hi"),
+            124 => f.write_str("m0"),
+            126 if n == 2 => f.write_str("exec"),
+            126 => f.write_str("exec_lo"),
+            127 => f.write_str("exec_hi"),
+            128..=192 => write!(f, "{}", c - 128),
+            193..=208 => write!(f, "-{}", c - 192),
+            240..=247 => f.write_str(["0.5", "-0.5", "1.0", "-1.0", "2.0", "-2.0", "4.0", "-4.0"][usize::from(c - 240)]),
+            248 => f.write_str("0.15915494"),
+            253 => f.write_str("src_scc"),
+            LITERAL => write!(f, "0x{lit:x}"),
+            256..=511 => range(f, "v", c - 256),
+            _ => write!(f, "?{c}"),
+        }
+    }
+}
+
+impl Inst {
+    fn s(&self, k: usize) -> Opnd {
+        Opnd(self.src[k], self.sig[k + 1], self.lit)
+    }
+
+    /// Source `k` with its VOP3 modifiers, as LLVM prints them.
+    fn m(&self, k: usize) -> String {
+        let mut t = self.s(k).to_string();
+        if self.abs & (1 << k) != 0 {
+            t = format!("|{t}|");
+        }
+        if self.neg & (1 << k) != 0 {
+            t = format!("-{t}");
+        }
+        t
+    }
+}
+
+impl fmt::Display for Inst {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.name;
+        let dst = Opnd(self.dst, self.sig[0], 0);
+        let vdst = Opnd(256 + self.dst, self.sig[0], 0);
+        match self.enc {
+            Enc::Sop2 => write!(f, "{n} {dst}, {}, {}", self.s(0), self.s(1)),
+            Enc::Sop1 if self.sig[1] == 0 => write!(f, "{n} {dst}"),
+            Enc::Sop1 => write!(f, "{n} {dst}, {}", self.s(0)),
+            Enc::Sopc => write!(f, "{n} {}, {}", self.s(0), self.s(1)),
+            Enc::Sopk => write!(f, "{n} {dst}, 0x{:x}", self.imm as u16),
+            Enc::Sopp => match self.op {
+                1 | 10 => f.write_str(n),
+                12 => {
+                    let v = self.imm as u32;
+                    let (vm, exp, lgkm) = ((v & 0xf) | ((v >> 10) & 0x30), (v >> 4) & 7, (v >> 8) & 0xf);
+                    let mut parts = Vec::new();
+                    if vm != 63 {
+                        parts.push(format!("vmcnt({vm})"));
+                    }
+                    if exp != 7 {
+                        parts.push(format!("expcnt({exp})"));
+                    }
+                    if lgkm != 15 {
+                        parts.push(format!("lgkmcnt({lgkm})"));
+                    }
+                    if parts.is_empty() {
+                        parts = vec![format!("vmcnt({vm})"), format!("expcnt({exp})"), format!("lgkmcnt({lgkm})")];
+                    }
+                    write!(f, "{n} {}", parts.join(" "))
+                }
+                // LLVM prints the branch offset as the unsigned 16-bit field.
+                _ => write!(f, "{n} {}", self.imm as u16),
+            },
+            Enc::Smem => {
+                write!(f, "{n} {dst}, {}, 0x{:x}", Opnd(self.src[0], 2, 0), self.imm)?;
+                if self.glc {
+                    f.write_str(" glc")?;
+                }
+                Ok(())
+            }
+            Enc::Vop1 if self.op == 0 => f.write_str(n),
+            Enc::Vop1 if self.op == 2 => write!(f, "{n} {dst}, {}", self.s(0)),
+            Enc::Vop1 => write!(f, "{n}_e32 {vdst}, {}", self.s(0)),
+            Enc::Vopc => write!(f, "{n}_e32 vcc, {}, {}", self.s(0), self.s(1)),
+            Enc::Vop2 if carry_out(self.op) && carry_in(self.op) => write!(f, "{n}_e32 {vdst}, vcc, {}, {}, vcc", self.s(0), self.s(1)),
+            Enc::Vop2 if carry_out(self.op) => write!(f, "{n}_e32 {vdst}, vcc, {}, {}", self.s(0), self.s(1)),
+            Enc::Vop2 if carry_in(self.op) => write!(f, "{n}_e32 {vdst}, {}, {}, vcc", self.s(0), self.s(1)),
+            Enc::Vop2 => write!(f, "{n}_e32 {vdst}, {}, {}", self.s(0), self.s(1)),
+            Enc::Vop3 => {
+                let op = self.op;
+                let nsrc = self.sig[1..].iter().take_while(|&&w| w != 0).count();
+                let srcs: Vec<String> = (0..nsrc).map(|k| self.m(k)).collect();
+                if op < 0x100 {
+                    write!(f, "{n}_e64 {}, {}", Opnd(self.dst, 2, 0), srcs.join(", "))?;
+                } else if op == 0x1e8 {
+                    write!(f, "{n} {vdst}, {}, {}", Opnd(self.sdst, 2, 0), srcs.join(", "))?;
+                } else if (0x100..0x140).contains(&op) {
+                    let o = op - 0x100;
+                    let srcs = if carry_in(o) {
+                        format!("{}, {}, {}", srcs[0], srcs[1], Opnd(self.src[2], 2, 0))
+                    } else {
+                        format!("{}, {}", srcs[0], srcs[1])
+                    };
+                    if carry_out(o) {
+                        write!(f, "{n}_e64 {vdst}, {}, {srcs}", Opnd(self.sdst, 2, 0))?;
+                    } else {
+                        write!(f, "{n}_e64 {vdst}, {srcs}")?;
+                    }
+                } else if (0x140..0x1c0).contains(&op) {
+                    write!(f, "{n}_e64 {vdst}, {}", srcs.join(", "))?;
+                } else {
+                    write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
+                }
+                if self.clamp {
+                    f.write_str(" clamp")?;
+                }
+                match self.omod {
+                    1 => f.write_str(" mul:2"),
+                    2 => f.write_str(" mul:4"),
+                    3 => f.write_str(" div:2"),
+                    _ => Ok(()),
+                }
+            }
+            Enc::Flat => {
+                let data = Opnd(256 + if self.store { self.data } else { self.dst }, self.dwords, 0);
+                let wide = self.seg == 0 || self.saddr == SADDR_OFF;
+                let addr = Opnd(self.src[0], if wide { 2 } else { 1 }, 0);
+                if self.store {
+                    write!(f, "{n} {addr}, {data}")?;
+                } else {
+                    write!(f, "{n} {data}, {addr}")?;
+                }
+                if self.seg != 0 {
+                    if self.saddr == SADDR_OFF {
+                        f.write_str(", off")?;
+                    } else {
+                        write!(f, ", {}", Opnd(self.saddr, 2, 0))?;
+                    }
+                }
+                if self.imm != 0 {
+                    write!(f, " offset:{}", self.imm)?;
+                }
+                if self.glc {
+                    f.write_str(" glc")?;
+                }
+                if self.slc {
+                    f.write_str(" slc")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Real AMD machine code on the model GPU (issue 14), gfx90a first: see model/ISA.md.
+//!
+//! - [`descriptor`]: the code object v4/v5 `kernel_descriptor_t` an AQL dispatch names.
+//! - [`elf`]: a minimal reader of AMDGPU ELF code objects (tests and tools load kernels with it).
+//! - [`gfx9`]: the gfx90a decoder (our own tables, from AMD's ISA documentation; LLVM's
+//!   disassembler is the test oracle) and its LLVM-syntax printer.
+//! - `wave`: wave launch and the interpreter, running through the GPU page table.
+
+pub mod descriptor;
+pub mod elf;
+pub mod gfx9;
+pub(crate) mod wave;

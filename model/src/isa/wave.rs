@@ -1,0 +1,739 @@
+//! Wave launch and execution for gfx90a (wave64). A dispatch runs its workgroups one after
+//! another and a workgroup's waves one after another, each to its end; every memory access
+//! goes through the GPU page table (`Exec::read` / `Exec::write`), so a bad program faults
+//! the queue, never the host.
+
+use super::descriptor::{props, KernelDescriptor};
+use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, LITERAL, SADDR_OFF, VCC};
+use crate::engine::{bad_ec, Exec, Halt};
+use hsakmt_core::abi::kfd::{EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, EC_QUEUE_WAVE_ABORT, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION};
+use hsakmt_core::packet::aql::KernelDispatch;
+use std::collections::HashMap;
+
+/// Most wave-instructions one dispatch may execute: past it the queue stops (a runaway
+/// kernel does not stall the engine forever).
+pub const MAX_WAVE_INSTRUCTIONS: u64 = 1 << 27;
+const LANES: usize = 64;
+/// amd_queue_t.read_dispatch_id's offset (the queue pointer is found from the read pointer).
+const AMDQ_READ_DISPATCH_ID: u64 = 128;
+
+/// What the dispatch packet and its queue give the waves.
+pub(crate) struct Launch {
+    pub desc_va: u64,
+    pub packet_va: u64,
+    pub index: u64,
+    pub k: KernelDispatch,
+}
+
+struct Wave {
+    /// SGPRs by operand code (0..=101 SGPRs, 106/107 VCC, 124 M0, 126/127 EXEC).
+    s: [u32; 128],
+    scc: bool,
+    v: Vec<[u32; LANES]>,
+    pc: u64,
+    /// Waves in the wave's workgroup.
+    waves: u32,
+}
+
+impl Wave {
+    fn exec(&self) -> u64 {
+        u64::from(self.s[126]) | u64::from(self.s[127]) << 32
+    }
+}
+
+/// Why a wave stopped early.
+enum Stop {
+    Halt(Halt),
+    Illegal(&'static str),
+}
+
+impl From<Halt> for Stop {
+    fn from(h: Halt) -> Stop {
+        Stop::Halt(h)
+    }
+}
+
+/// Run the dispatch of the AMDHSA kernel whose descriptor is `d`.
+pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result<(), Halt> {
+    let at = l.index;
+    let refuse = |what| Err(bad_ec(at, what, EC_QUEUE_PACKET_DISPATCH_CODE_INVALID));
+    if d.properties & props::WAVEFRONT_SIZE32 != 0 {
+        return refuse("wave32 kernel on a wave64 GPU");
+    }
+    if d.kernarg_preload != 0 {
+        return refuse("kernarg preloading is not modelled");
+    }
+    if d.user_sgprs_requested() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
+        return refuse("kernel descriptor asks for more user SGPRs than USER_SGPR_COUNT");
+    }
+    let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
+    let vgprs = d.vgprs_gfx90a();
+    let k = &l.k;
+    let wg = [u32::from(k.workgroup_size[0]), u32::from(k.workgroup_size[1]), u32::from(k.workgroup_size[2])];
+    let groups = [0, 1, 2].map(|i| k.grid_size[i].div_ceil(wg[i]));
+    let mut cache: HashMap<u64, Inst> = HashMap::new();
+    let mut budget = MAX_WAVE_INSTRUCTIONS;
+    let mut w = Wave { s: [0; 128], scc: false, v: vec![[0; LANES]; vgprs], pc: entry, waves: 1 };
+    for gz in 0..groups[2] {
+        for gy in 0..groups[1] {
+            for gx in 0..groups[0] {
+                let gid = [gx, gy, gz];
+                // Partial workgroups at the grid's end.
+                let size = [0, 1, 2].map(|i| wg[i].min(k.grid_size[i] - gid[i] * wg[i]));
+                let items = size[0] * size[1] * size[2];
+                let waves = items.div_ceil(LANES as u32);
+                for wave_no in 0..waves {
+                    launch(x, d, l, &mut w, entry, gid, size, wave_no, waves);
+                    match run(x, &mut w, &mut cache, &mut budget) {
+                        Ok(()) => {}
+                        Err(Stop::Halt(h)) => return Err(h),
+                        Err(Stop::Illegal(what)) => return Err(bad_ec(at, what, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION)),
+                    }
+                    if budget == 0 {
+                        return Err(bad_ec(at, "kernel ran past the model's instruction limit", EC_QUEUE_WAVE_ABORT));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The state a wave starts with: user SGPRs in the descriptor's order, then the system SGPRs,
+/// EXEC for the work-items that exist, work-item ids in VGPRs (gfx90a packs x, y and z into
+/// v0 as bits 0..10, 10..20, 20..30).
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    x: &Exec<'_>,
+    d: &KernelDescriptor,
+    l: &Launch,
+    w: &mut Wave,
+    entry: u64,
+    gid: [u32; 3],
+    size: [u32; 3],
+    wave_no: u32,
+    waves: u32,
+) {
+    w.s = [0; 128];
+    w.scc = false;
+    w.pc = entry;
+    w.waves = waves;
+    let mut n = 0usize;
+    let mut put = |s: &mut [u32; 128], v: u32| {
+        s[n] = v;
+        n += 1;
+    };
+    let p = d.properties;
+    if p & props::PRIVATE_SEGMENT_BUFFER != 0 {
+        // No scratch yet: a null buffer resource (any buffer access is an illegal instruction).
+        for _ in 0..4 {
+            put(&mut w.s, 0);
+        }
+    }
+    let pair = |s: &mut [u32; 128], put: &mut dyn FnMut(&mut [u32; 128], u32), v: u64| {
+        put(s, v as u32);
+        put(s, (v >> 32) as u32);
+    };
+    if p & props::DISPATCH_PTR != 0 {
+        pair(&mut w.s, &mut put, l.packet_va);
+    }
+    if p & props::QUEUE_PTR != 0 {
+        pair(&mut w.s, &mut put, x.ring.rptr_va.saturating_sub(AMDQ_READ_DISPATCH_ID));
+    }
+    if p & props::KERNARG_SEGMENT_PTR != 0 {
+        pair(&mut w.s, &mut put, l.k.kernarg_address);
+    }
+    if p & props::DISPATCH_ID != 0 {
+        pair(&mut w.s, &mut put, l.index);
+    }
+    if p & props::FLAT_SCRATCH_INIT != 0 {
+        pair(&mut w.s, &mut put, 0);
+    }
+    if p & props::PRIVATE_SEGMENT_SIZE != 0 {
+        put(&mut w.s, l.k.private_segment_size);
+    }
+    let mut n = d.user_sgpr_count();
+    for (i, on) in d.workgroup_id_enabled().into_iter().enumerate() {
+        if on {
+            w.s[n] = gid[i];
+            n += 1;
+        }
+    }
+    if d.workgroup_info_enabled() {
+        // Bit 31: the first wave; bits 6..12: waves in the workgroup (the ordered-append info).
+        w.s[n] = (waves & 0x3f) << 6 | u32::from(wave_no == 0) << 31;
+        n += 1;
+    }
+    if d.private_segment_enabled() {
+        w.s[n] = 0;
+    }
+    let items = size[0] * size[1] * size[2];
+    let mut exec = 0u64;
+    for lane in 0..LANES {
+        let flat = wave_no * LANES as u32 + lane as u32;
+        if flat < items {
+            exec |= 1 << lane;
+            let (tx, ty, tz) = (flat % size[0], (flat / size[0]) % size[1], flat / (size[0] * size[1]));
+            w.v[0][lane] = tx | ty << 10 | tz << 20;
+        } else {
+            w.v[0][lane] = 0;
+        }
+    }
+    w.s[126] = exec as u32;
+    w.s[127] = (exec >> 32) as u32;
+}
+
+/// Fetch and decode the instruction at `pc` (cached per dispatch).
+fn fetch(x: &Exec<'_>, cache: &mut HashMap<u64, Inst>, pc: u64) -> Result<Inst, Stop> {
+    if let Some(i) = cache.get(&pc) {
+        return Ok(*i);
+    }
+    let mut b = [0u8; 4];
+    x.read(pc, &mut b)?;
+    let first = u32::from_le_bytes(b);
+    let i = match gfx9::decode(&[first]) {
+        Some(i) => i,
+        None => {
+            // Two-dword encodings (or a literal): read the second dword only then.
+            x.read(pc.wrapping_add(4), &mut b)?;
+            gfx9::decode(&[first, u32::from_le_bytes(b)]).ok_or(Stop::Illegal("illegal or unsupported instruction"))?
+        }
+    };
+    cache.insert(pc, i);
+    Ok(i)
+}
+
+fn run(x: &Exec<'_>, w: &mut Wave, cache: &mut HashMap<u64, Inst>, budget: &mut u64) -> Result<(), Stop> {
+    loop {
+        if *budget == 0 {
+            return Ok(());
+        }
+        *budget -= 1;
+        let i = fetch(x, cache, w.pc)?;
+        let next = w.pc.wrapping_add(u64::from(i.len));
+        w.pc = next;
+        match i.enc {
+            Enc::Sopp => match i.op {
+                0 | 12 => {}
+                1 => return Ok(()),
+                10 if w.waves == 1 => {}
+                // Waves run one after another: a barrier across waves cannot be honoured yet.
+                10 => return Err(Stop::Illegal("s_barrier in a multi-wave workgroup is not modelled yet")),
+                op => {
+                    let vcc = u64::from(w.s[106]) | u64::from(w.s[107]) << 32;
+                    let take = match op {
+                        2 => true,
+                        4 => !w.scc,
+                        5 => w.scc,
+                        6 => vcc == 0,
+                        7 => vcc != 0,
+                        8 => w.exec() == 0,
+                        9 => w.exec() != 0,
+                        _ => return Err(Stop::Illegal("unsupported SOPP")),
+                    };
+                    if take {
+                        w.pc = next.wrapping_add((i64::from(i.imm) * 4) as u64);
+                    }
+                }
+            },
+            Enc::Smem => {
+                let base = sreg64(w, i.src[0])?.wrapping_add(i.imm as i64 as u64) & !3;
+                let n = usize::from(i.sig[0]);
+                let mut b = [0u8; 64];
+                x.read(base, &mut b[..4 * n])?;
+                for k in 0..n {
+                    let r = sdst_index(i.dst + k as u16)?;
+                    w.s[r] = u32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap_or_default());
+                }
+            }
+            Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => scalar(w, &i)?,
+            Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => vector(w, &i)?,
+            Enc::Flat => memory(x, w, &i)?,
+        }
+    }
+}
+
+fn sdst_index(c: u16) -> Result<usize, Stop> {
+    match c {
+        0..=101 | 106 | 107 | 124 | 126 | 127 => Ok(usize::from(c)),
+        _ => Err(Stop::Illegal("unsupported scalar destination")),
+    }
+}
+
+/// A 32-bit scalar operand.
+fn sval(w: &Wave, c: u16, lit: u32) -> Result<u32, Stop> {
+    Ok(match c {
+        0..=101 | 106 | 107 | 124 | 126 | 127 => w.s[usize::from(c)],
+        128..=192 => u32::from(c - 128),
+        193..=208 => (-(i32::from(c) - 192)) as u32,
+        240..=247 => [0.5f32, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0][usize::from(c - 240)].to_bits(),
+        248 => 0x3e22_f983,
+        251 => u32::from(w.s[106] == 0 && w.s[107] == 0),
+        252 => u32::from(w.exec() == 0),
+        253 => u32::from(w.scc),
+        LITERAL => lit,
+        _ => return Err(Stop::Illegal("unsupported scalar operand")),
+    })
+}
+
+/// A 64-bit scalar operand (register pairs; integer constants sign-extended).
+fn sval64(w: &Wave, c: u16, lit: u32) -> Result<u64, Stop> {
+    match c {
+        0..=101 | 106 | 126 => Ok(u64::from(w.s[usize::from(c)]) | u64::from(w.s[usize::from(c) + 1]) << 32),
+        128..=208 => Ok(sval(w, c, lit)? as i32 as i64 as u64),
+        LITERAL => Ok(u64::from(lit)),
+        _ => Err(Stop::Illegal("unsupported 64-bit scalar operand")),
+    }
+}
+
+fn sreg64(w: &Wave, c: u16) -> Result<u64, Stop> {
+    sval64(w, c, 0)
+}
+
+fn set_s64(w: &mut Wave, c: u16, v: u64) -> Result<(), Stop> {
+    let r = sdst_index(c)?;
+    if r == 107 || r == 127 || r == 101 {
+        return Err(Stop::Illegal("misaligned 64-bit scalar destination"));
+    }
+    w.s[r] = v as u32;
+    w.s[r + 1] = (v >> 32) as u32;
+    Ok(())
+}
+
+fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    let wide = i.sig[0] == 2 || i.sig[1] == 2;
+    match i.enc {
+        Enc::Sopk => {
+            w.s[sdst_index(i.dst)?] = i.imm as u32;
+        }
+        Enc::Sopc => {
+            let (a, b) = (sval(w, i.src[0], i.lit)?, sval(w, i.src[1], i.lit)?);
+            let (sa, sb) = (a as i32, b as i32);
+            w.scc = match i.op {
+                0 => sa == sb,
+                1 => sa != sb,
+                2 => sa > sb,
+                3 => sa >= sb,
+                4 => sa < sb,
+                5 => sa <= sb,
+                6 => a == b,
+                7 => a != b,
+                8 => a > b,
+                9 => a >= b,
+                10 => a < b,
+                _ => a <= b,
+            };
+        }
+        Enc::Sop1 if wide => {
+            let a = if i.op == 28 { 0 } else { sval64(w, i.src[0], i.lit)? };
+            let exec = w.exec();
+            let (r, scc) = match i.op {
+                1 => (a, None),
+                5 => (!a, Some(!a != 0)),
+                28 => (w.pc, None),
+                32..=34 => {
+                    let e = match i.op {
+                        32 => a & exec,
+                        33 => a | exec,
+                        _ => a ^ exec,
+                    };
+                    set_s64(w, EXEC, e)?;
+                    w.scc = e != 0;
+                    (exec, None)
+                }
+                _ => return Err(Stop::Illegal("unsupported SOP1")),
+            };
+            set_s64(w, i.dst, r)?;
+            if let Some(c) = scc {
+                w.scc = c;
+            }
+        }
+        Enc::Sop1 => {
+            let a = sval(w, i.src[0], i.lit)?;
+            let r = match i.op {
+                0 => a,
+                4 => {
+                    w.scc = !a != 0;
+                    !a
+                }
+                _ => return Err(Stop::Illegal("unsupported SOP1")),
+            };
+            w.s[sdst_index(i.dst)?] = r;
+        }
+        Enc::Sop2 if wide => {
+            let a = sval64(w, i.src[0], i.lit)?;
+            let (b, sh) = if i.sig[2] == 2 { (sval64(w, i.src[1], i.lit)?, 0) } else { (0, sval(w, i.src[1], i.lit)? & 63) };
+            let r = match i.op {
+                11 => {
+                    let r = if w.scc { a } else { b };
+                    set_s64(w, i.dst, r)?;
+                    return Ok(());
+                }
+                13 => a & b,
+                15 => a | b,
+                17 => a ^ b,
+                19 => a & !b,
+                29 => a << sh,
+                31 => a >> sh,
+                33 => ((a as i64) >> sh) as u64,
+                _ => return Err(Stop::Illegal("unsupported SOP2")),
+            };
+            w.scc = r != 0;
+            set_s64(w, i.dst, r)?;
+        }
+        Enc::Sop2 => {
+            let (a, b) = (sval(w, i.src[0], i.lit)?, sval(w, i.src[1], i.lit)?);
+            let (sa, sb) = (a as i32, b as i32);
+            let c = u32::from(w.scc);
+            let (r, scc) = match i.op {
+                0 => (a.wrapping_add(b), Some(a.checked_add(b).is_none())),
+                1 => (a.wrapping_sub(b), Some(b > a)),
+                2 => (sa.wrapping_add(sb) as u32, Some(sa.checked_add(sb).is_none())),
+                3 => (sa.wrapping_sub(sb) as u32, Some(sa.checked_sub(sb).is_none())),
+                4 => {
+                    let s = u64::from(a) + u64::from(b) + u64::from(c);
+                    (s as u32, Some(s >> 32 != 0))
+                }
+                5 => {
+                    let s = u64::from(a).wrapping_sub(u64::from(b)).wrapping_sub(u64::from(c));
+                    (s as u32, Some(s >> 32 != 0))
+                }
+                6 => (sa.min(sb) as u32, Some(sa < sb)),
+                7 => (a.min(b), Some(a < b)),
+                8 => (sa.max(sb) as u32, Some(sa > sb)),
+                9 => (a.max(b), Some(a > b)),
+                10 => (if w.scc { a } else { b }, None),
+                12 => (a & b, Some(a & b != 0)),
+                14 => (a | b, Some(a | b != 0)),
+                16 => (a ^ b, Some(a ^ b != 0)),
+                18 => (a & !b, Some(a & !b != 0)),
+                28 => (a << (b & 31), Some(a << (b & 31) != 0)),
+                30 => (a >> (b & 31), Some(a >> (b & 31) != 0)),
+                32 => ((sa >> (b & 31)) as u32, Some(sa >> (b & 31) != 0)),
+                36 => (sa.wrapping_mul(sb) as u32, None),
+                _ => return Err(Stop::Illegal("unsupported SOP2")),
+            };
+            w.s[sdst_index(i.dst)?] = r;
+            if let Some(s) = scc {
+                w.scc = s;
+            }
+        }
+        _ => unreachable!(),
+    }
+    Ok(())
+}
+
+/// A vector source: a VGPR or a value every lane reads.
+#[derive(Clone, Copy)]
+enum VSrc {
+    V(usize),
+    K(u32),
+}
+
+fn vsrc(w: &Wave, c: u16, lit: u32) -> Result<VSrc, Stop> {
+    if c >= 256 {
+        let r = usize::from(c - 256);
+        if r >= w.v.len() {
+            return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+        }
+        Ok(VSrc::V(r))
+    } else {
+        Ok(VSrc::K(sval(w, c, lit)?))
+    }
+}
+
+fn get(w: &Wave, s: VSrc, lane: usize) -> u32 {
+    match s {
+        VSrc::V(r) => w.v[r][lane],
+        VSrc::K(k) => k,
+    }
+}
+
+fn vdst(w: &Wave, r: u16, n: u8) -> Result<usize, Stop> {
+    let r = usize::from(r);
+    if r + usize::from(n.max(1)) > w.v.len() {
+        return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+    }
+    Ok(r)
+}
+
+fn f(v: u32) -> f32 {
+    f32::from_bits(v)
+}
+
+fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    let exec = w.exec();
+    // Normalise: (class, op) with class 1 = VOP1, 2 = VOP2, 3 = VOP3-only, C = compare.
+    let (class, op) = match (i.enc, i.op) {
+        (Enc::Vop1, o) => (1, o),
+        (Enc::Vop2, o) => (2, o),
+        (Enc::Vopc, o) => (0, o),
+        (Enc::Vop3, o) if o < 0x100 => (0, o),
+        (Enc::Vop3, o) if o < 0x140 => (2, o - 0x100),
+        (Enc::Vop3, o) if o < 0x1c0 => (1, o - 0x140),
+        (Enc::Vop3, o) => (3, o),
+        _ => unreachable!(),
+    };
+    if i.enc == Enc::Vop3 && (i.neg != 0 || i.abs != 0 || i.omod != 0 || i.clamp) {
+        return Err(Stop::Illegal("VOP3 input/output modifiers are not modelled yet"));
+    }
+    let s0 = if i.sig[1] != 0 { vsrc(w, i.src[0], i.lit)? } else { VSrc::K(0) };
+    let s1 = if i.sig[2] != 0 { vsrc(w, i.src[1], i.lit)? } else { VSrc::K(0) };
+    match class {
+        0 => {
+            // Compares: a lane mask into VCC (e32) or an SGPR pair (e64); inactive lanes 0.
+            let mut m = 0u64;
+            for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+                let (a, b) = (get(w, s0, lane), get(w, s1, lane));
+                let r = match op {
+                    0x40..=0x4f => {
+                        use std::cmp::Ordering::{Equal, Greater, Less};
+                        // Unordered (a NaN) is None: the "n" forms are true for it.
+                        let o = f(a).partial_cmp(&f(b));
+                        match op - 0x40 {
+                            0 => false,
+                            1 => o == Some(Less),
+                            2 => o == Some(Equal),
+                            3 => matches!(o, Some(Less | Equal)),
+                            4 => o == Some(Greater),
+                            5 => matches!(o, Some(Less | Greater)),
+                            6 => matches!(o, Some(Greater | Equal)),
+                            7 => o.is_some(),
+                            8 => o.is_none(),
+                            9 => !matches!(o, Some(Greater | Equal)),
+                            10 => !matches!(o, Some(Less | Greater)),
+                            11 => o != Some(Greater),
+                            12 => !matches!(o, Some(Less | Equal)),
+                            13 => o != Some(Equal),
+                            14 => o != Some(Less),
+                            _ => true,
+                        }
+                    }
+                    _ => {
+                        let (x, y) = if op < 0xc8 { (i64::from(a as i32), i64::from(b as i32)) } else { (i64::from(a), i64::from(b)) };
+                        match op & 7 {
+                            0 => false,
+                            1 => x < y,
+                            2 => x == y,
+                            3 => x <= y,
+                            4 => x > y,
+                            5 => x != y,
+                            6 => x >= y,
+                            _ => true,
+                        }
+                    }
+                };
+                m |= u64::from(r) << lane;
+            }
+            set_s64(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m)?;
+        }
+        1 => {
+            if op == 0 {
+                return Ok(());
+            }
+            if op == 2 {
+                let lane = if exec == 0 { 0 } else { exec.trailing_zeros() as usize };
+                w.s[sdst_index(i.dst)?] = get(w, s0, lane);
+                return Ok(());
+            }
+            let d = vdst(w, i.dst, 1)?;
+            for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+                let a = get(w, s0, lane);
+                w.v[d][lane] = match op {
+                    1 => a,
+                    5 => ((a as i32) as f32).to_bits(),
+                    6 => (a as f32).to_bits(),
+                    7 => f(a) as u32,
+                    8 => f(a) as i32 as u32,
+                    43 => !a,
+                    _ => return Err(Stop::Illegal("unsupported VOP1")),
+                };
+            }
+        }
+        2 => {
+            let d = vdst(w, i.dst, 1)?;
+            // Carry / mask in: VCC (e32) or src2 (e64); carry out: VCC (e32) or sdst (e64).
+            let cin = if carry_in(op) {
+                if i.enc == Enc::Vop2 {
+                    sreg64(w, VCC)?
+                } else {
+                    sreg64(w, i.src[2])?
+                }
+            } else {
+                0
+            };
+            let mut cout = 0u64;
+            for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+                let (a, b) = (get(w, s0, lane), get(w, s1, lane));
+                let c = (cin >> lane & 1) as u32;
+                let acc = w.v[d][lane];
+                let (r, carry) = match op {
+                    0 => (if c != 0 { b } else { a }, false),
+                    1 => ((f(a) + f(b)).to_bits(), false),
+                    2 => ((f(a) - f(b)).to_bits(), false),
+                    3 => ((f(b) - f(a)).to_bits(), false),
+                    5 => ((f(a) * f(b)).to_bits(), false),
+                    8 => ((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff), false),
+                    10 => (f(a).min(f(b)).to_bits(), false),
+                    11 => (f(a).max(f(b)).to_bits(), false),
+                    12 => ((a as i32).min(b as i32) as u32, false),
+                    13 => ((a as i32).max(b as i32) as u32, false),
+                    14 => (a.min(b), false),
+                    15 => (a.max(b), false),
+                    16 => (b >> (a & 31), false),
+                    17 => (((b as i32) >> (a & 31)) as u32, false),
+                    18 => (b << (a & 31), false),
+                    19 => (a & b, false),
+                    20 => (a | b, false),
+                    21 => (a ^ b, false),
+                    22 => ((f(a) * f(b) + f(acc)).to_bits(), false),
+                    59 => (f(a).mul_add(f(b), f(acc)).to_bits(), false),
+                    25 | 28 => {
+                        let s = u64::from(a) + u64::from(b) + u64::from(if op == 28 { c } else { 0 });
+                        (s as u32, s >> 32 != 0)
+                    }
+                    26 | 29 => {
+                        let s = u64::from(a).wrapping_sub(u64::from(b)).wrapping_sub(u64::from(if op == 29 { c } else { 0 }));
+                        (s as u32, s >> 32 != 0)
+                    }
+                    27 | 30 => {
+                        let s = u64::from(b).wrapping_sub(u64::from(a)).wrapping_sub(u64::from(if op == 30 { c } else { 0 }));
+                        (s as u32, s >> 32 != 0)
+                    }
+                    52 => (a.wrapping_add(b), false),
+                    53 => (a.wrapping_sub(b), false),
+                    54 => (b.wrapping_sub(a), false),
+                    _ => return Err(Stop::Illegal("unsupported VOP2")),
+                };
+                w.v[d][lane] = r;
+                cout |= u64::from(carry) << lane;
+            }
+            if carry_out(op) {
+                set_s64(w, if i.enc == Enc::Vop2 { VCC } else { i.sdst }, cout)?;
+            }
+        }
+        _ => {
+            let d = vdst(w, i.dst, i.sig[0])?;
+            let s2 = if i.sig[3] != 0 { vsrc(w, i.src[2], 0)? } else { VSrc::K(0) };
+            let pair = |w: &Wave, s: VSrc, lane: usize| -> u64 {
+                match s {
+                    VSrc::V(r) => u64::from(w.v[r][lane]) | u64::from(w.v.get(r + 1).map_or(0, |v| v[lane])) << 32,
+                    VSrc::K(k) => u64::from(k),
+                }
+            };
+            if let VSrc::V(r) = s1 {
+                if i.sig[2] == 2 && r + 1 >= w.v.len() {
+                    return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+                }
+            }
+            if let VSrc::V(r) = s2 {
+                if i.sig[3] == 2 && r + 1 >= w.v.len() {
+                    return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+                }
+            }
+            let mut cout = 0u64;
+            for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+                let (a, b, c) = (get(w, s0, lane), get(w, s1, lane), get(w, s2, lane));
+                let r: u64 = match op {
+                    0x1c3 => u64::from((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff).wrapping_add(c)),
+                    0x1c8 => {
+                        let (off, width) = (b & 31, c & 31);
+                        u64::from(if width == 0 { 0 } else { (a >> off) & (u32::MAX >> (32 - width)) })
+                    }
+                    0x1cb => u64::from(f(a).mul_add(f(b), f(c)).to_bits()),
+                    0x1e8 => {
+                        let p = u128::from(a) * u128::from(b) + u128::from(pair(w, s2, lane));
+                        cout |= u64::from(p >> 64 != 0) << lane;
+                        p as u64
+                    }
+                    0x1fd => u64::from((a << (b & 31)).wrapping_add(c)),
+                    0x1ff => u64::from(a.wrapping_add(b).wrapping_add(c)),
+                    0x200 => u64::from((a << (b & 31)) | c),
+                    0x285 => u64::from(a.wrapping_mul(b)),
+                    0x286 => (u64::from(a) * u64::from(b)) >> 32,
+                    0x28f => pair(w, s1, lane) << (a & 63),
+                    0x290 => pair(w, s1, lane) >> (a & 63),
+                    _ => return Err(Stop::Illegal("unsupported VOP3")),
+                };
+                w.v[d][lane] = r as u32;
+                if i.sig[0] == 2 {
+                    w.v[d + 1][lane] = (r >> 32) as u32;
+                }
+            }
+            if op == 0x1e8 {
+                set_s64(w, i.sdst, cout)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// FLAT / GLOBAL loads and stores. Lanes whose addresses are consecutive move as one access.
+fn memory(x: &Exec<'_>, w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    let exec = w.exec();
+    if exec == 0 {
+        return Ok(());
+    }
+    let n = usize::from(i.dwords);
+    let bytes = 4 * n;
+    let a = usize::from(i.src[0] - 256);
+    let base = if i.saddr != SADDR_OFF && i.seg != 0 { Some(sreg64(w, i.saddr)?) } else { None };
+    let need = if base.is_some() { 1 } else { 2 };
+    if a + need > w.v.len() {
+        return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+    }
+    let reg = vdst(w, if i.store { i.data } else { i.dst }, i.dwords)?;
+    let mut addr = [0u64; LANES];
+    for (lane, ad) in addr.iter_mut().enumerate() {
+        let v = match base {
+            Some(b) => b.wrapping_add(u64::from(w.v[a][lane])),
+            None => u64::from(w.v[a][lane]) | u64::from(w.v[a + 1][lane]) << 32,
+        };
+        *ad = v.wrapping_add(i.imm as i64 as u64);
+    }
+    let first = exec.trailing_zeros() as usize;
+    let last = 63 - exec.leading_zeros() as usize;
+    let span = last - first + 1;
+    let dense = exec >> first == u64::MAX >> (64 - span);
+    let consecutive =
+        (first..=last).filter(|l| exec >> l & 1 != 0).all(|l| addr[l] == addr[first].wrapping_add(((l - first) * bytes) as u64));
+    let mut buf = [0u8; LANES * 16];
+    if consecutive && (dense || !i.store) {
+        let len = span * bytes;
+        if i.store {
+            for lane in first..=last {
+                for k in 0..n {
+                    let o = (lane - first) * bytes + 4 * k;
+                    buf[o..o + 4].copy_from_slice(&w.v[reg + k][lane].to_le_bytes());
+                }
+            }
+            x.write(addr[first], &buf[..len])?;
+            x.count_written(len as u64);
+        } else {
+            x.read(addr[first], &mut buf[..len])?;
+            x.count_read(len as u64);
+            for lane in (first..=last).filter(|l| exec >> l & 1 != 0) {
+                for k in 0..n {
+                    let o = (lane - first) * bytes + 4 * k;
+                    w.v[reg + k][lane] = u32::from_le_bytes(buf[o..o + 4].try_into().unwrap_or_default());
+                }
+            }
+        }
+        return Ok(());
+    }
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let b = &mut buf[..bytes];
+        if i.store {
+            for k in 0..n {
+                b[4 * k..4 * k + 4].copy_from_slice(&w.v[reg + k][lane].to_le_bytes());
+            }
+            x.write(addr[lane], b)?;
+        } else {
+            x.read(addr[lane], b)?;
+            for k in 0..n {
+                w.v[reg + k][lane] = u32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap_or_default());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+// Every instruction form the gfx90a decoder knows, once: llvm-mc assembles it, llvm-objdump
+// prints it, and the test compares our decoder's text with LLVM's.
+s_add_u32 s0, s1, s2
+s_sub_u32 s0, s1, 0x1234
+s_add_i32 s3, s4, -4
+s_sub_i32 s3, s4, 64
+s_addc_u32 s1, s1, s3
+s_subb_u32 s1, s1, s3
+s_min_i32 s0, s1, s2
+s_min_u32 s0, s1, s2
+s_max_i32 s0, s1, s2
+s_max_u32 s0, s1, s2
+s_cselect_b32 s0, s1, s2
+s_cselect_b64 s[0:1], s[2:3], exec
+s_and_b32 s0, s0, 0xffff
+s_and_b64 s[0:1], vcc, exec
+s_or_b32 s0, s1, s2
+s_or_b64 exec, exec, s[0:1]
+s_xor_b32 s0, s1, s2
+s_xor_b64 s[4:5], s[0:1], -1
+s_andn2_b32 s0, s1, s2
+s_andn2_b64 exec, exec, vcc
+s_lshl_b32 s0, s1, 2
+s_lshl_b64 s[0:1], s[0:1], 2
+s_lshr_b32 s0, s1, 3
+s_lshr_b64 s[0:1], s[2:3], s4
+s_ashr_i32 s0, s1, 31
+s_ashr_i64 s[0:1], s[2:3], 5
+s_mul_i32 s8, s8, s0
+s_movk_i32 s0, 0x1234
+s_mov_b32 s0, s1
+s_mov_b32 m0, -1
+s_mov_b64 exec, s[0:1]
+s_not_b32 s0, s1
+s_not_b64 s[0:1], s[2:3]
+s_getpc_b64 s[0:1]
+s_and_saveexec_b64 s[0:1], vcc
+s_or_saveexec_b64 s[2:3], s[4:5]
+s_xor_saveexec_b64 s[2:3], s[4:5]
+s_cmp_eq_i32 s0, s1
+s_cmp_lg_i32 s0, 1
+s_cmp_gt_i32 s0, s1
+s_cmp_ge_i32 s0, s1
+s_cmp_lt_i32 s0, s1
+s_cmp_le_i32 s0, s1
+s_cmp_eq_u32 s0, 1
+s_cmp_lg_u32 s0, s1
+s_cmp_gt_u32 s0, s1
+s_cmp_ge_u32 s0, s1
+s_cmp_lt_u32 s0, 0x10000
+s_cmp_le_u32 s0, s1
+s_nop 3
+s_branch 3
+s_cbranch_scc0 -2
+s_cbranch_scc1 2
+s_cbranch_vccz 1
+s_cbranch_vccnz 1
+s_cbranch_execz 25
+s_cbranch_execnz -5
+s_barrier
+s_waitcnt vmcnt(0)
+s_waitcnt lgkmcnt(0)
+s_waitcnt vmcnt(1) lgkmcnt(2)
+s_load_dword s0, s[4:5], 0x4
+s_load_dwordx2 s[4:5], s[6:7], 0x10
+s_load_dwordx4 s[0:3], s[6:7], 0x0
+s_load_dwordx8 s[8:15], s[0:1], 0x20
+s_load_dwordx16 s[16:31], s[0:1], 0x40
+v_cndmask_b32_e32 v0, v1, v2, vcc
+v_add_f32_e32 v2, v6, v7
+v_sub_f32_e32 v0, 1.0, v1
+v_subrev_f32_e32 v0, s1, v1
+v_mul_f32_e32 v0, 0.5, v1
+v_mul_u32_u24_e32 v0, v1, v2
+v_min_f32_e32 v0, v1, v2
+v_max_f32_e32 v0, v1, v2
+v_min_i32_e32 v0, v1, v2
+v_max_i32_e32 v0, v1, v2
+v_min_u32_e32 v0, v1, v2
+v_max_u32_e32 v0, v1, v2
+v_lshrrev_b32_e32 v0, 2, v1
+v_ashrrev_i32_e32 v0, 31, v1
+v_lshlrev_b32_e32 v0, 2, v1
+v_and_b32_e32 v0, 0xff, v1
+v_or_b32_e32 v0, v1, v2
+v_xor_b32_e32 v0, v1, v2
+v_mac_f32_e32 v0, v1, v2
+v_add_co_u32_e32 v2, vcc, s2, v0
+v_sub_co_u32_e32 v2, vcc, s2, v0
+v_subrev_co_u32_e32 v2, vcc, s2, v0
+v_addc_co_u32_e32 v3, vcc, v3, v1, vcc
+v_subb_co_u32_e32 v3, vcc, v3, v1, vcc
+v_subbrev_co_u32_e32 v3, vcc, v3, v1, vcc
+v_add_u32_e32 v0, s8, v0
+v_sub_u32_e32 v0, v1, v2
+v_subrev_u32_e32 v0, v1, v2
+v_fmac_f32_e32 v0, v1, v2
+v_nop
+v_mov_b32_e32 v1, 0
+v_mov_b32_e32 v3, s3
+v_mov_b32_e32 v3, 0x12345678
+v_readfirstlane_b32 s0, v1
+v_cvt_f32_i32_e32 v0, v1
+v_cvt_f32_u32_e32 v0, v1
+v_cvt_u32_f32_e32 v0, v1
+v_cvt_i32_f32_e32 v0, v1
+v_not_b32_e32 v0, v1
+v_cmp_lt_f32_e32 vcc, v0, v1
+v_cmp_eq_f32_e32 vcc, 0, v1
+v_cmp_neq_f32_e32 vcc, s0, v1
+v_cmp_lt_i32_e32 vcc, s0, v1
+v_cmp_ne_i32_e32 vcc, 0, v1
+v_cmp_gt_u32_e32 vcc, s1, v0
+v_cmp_ge_u32_e32 vcc, 63, v0
+v_cmp_gt_u32_e64 s[0:1], s1, v0
+v_add_co_u32_e64 v0, s[0:1], v1, v2
+v_addc_co_u32_e64 v0, s[0:1], v1, v2, s[2:3]
+v_cndmask_b32_e64 v0, v1, v2, s[0:1]
+v_add_u32_e64 v0, s0, v1
+v_mov_b32_e64 v0, s1
+v_mad_u32_u24 v0, v1, v2, v3
+v_bfe_u32 v0, v1, 10, 10
+v_fma_f32 v0, v1, v2, v3
+v_mad_u64_u32 v[0:1], s[0:1], v0, v1, v[2:3]
+v_lshl_add_u32 v0, v1, 2, v3
+v_add3_u32 v0, v1, v2, v3
+v_mul_lo_u32 v0, v1, v2
+v_mul_hi_u32 v0, v1, v2
+v_lshlrev_b64 v[0:1], 2, v[0:1]
+v_lshrrev_b64 v[0:1], 2, v[0:1]
+flat_load_dword v2, v[0:1]
+flat_load_dwordx2 v[2:3], v[0:1] offset:8
+flat_store_dword v[0:1], v2
+global_load_dword v6, v[4:5], off
+global_load_dword v1, v0, s[0:1] offset:16
+global_load_dwordx2 v[2:3], v[0:1], off offset:-8
+global_load_dwordx3 v[2:4], v[0:1], off
+global_load_dwordx4 v[2:5], v[0:1], off glc
+global_store_dword v[0:1], v2, off
+global_store_dwordx2 v0, v[2:3], s[0:1]
+global_store_dwordx3 v[0:1], v[2:4], off
+global_store_dwordx4 v[0:1], v[2:5], off offset:64
+v_lshl_or_b32 v3, v0, 16, v2
+s_endpgm

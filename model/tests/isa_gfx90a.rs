@@ -1,0 +1,250 @@
+//! The model GPU runs gfx90a machine code (model/ISA.md): OpenCL kernels compiled here with
+//! clang-19 for gfx90a, loaded from their ELF code objects and dispatched through an AQL queue
+//! on the mi210 model, checked against the CPU; the decoder checked against llvm-objdump.
+//! Needs the Debian packages clang-19, lld-19 and llvm-19 (.ci/packages).
+
+mod support;
+
+use hsakmt_core::abi::kfd::*;
+use hsakmt_core::packet::aql::{self, Body, KernelDispatch};
+use hsakmt_model::engine::{EngineKind, QueueError, RingDesc, RingProgress, RunEnd};
+use hsakmt_model::events::event_data;
+use hsakmt_model::isa::{elf::CodeObject, gfx9};
+use hsakmt_model::{Model, ModelConfig};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::Command;
+use support::*;
+use zerocopy::FromZeros;
+
+const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT as u32;
+const RW: u32 = (KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) as u32;
+const BASE: u64 = 0x7000_0000_0000;
+const RING: u64 = BASE;
+const KARG: u64 = BASE + 0x1000;
+const CODE: u64 = BASE + 0x10000;
+const DATA: u64 = BASE + 0x100000;
+const HOLE: u64 = BASE + 0x1000_0000;
+const N: u32 = 1 << 20;
+
+/// `tool` from `package`, or a loud failure naming the package.
+fn tool(name: &str, package: &str) -> String {
+    match Command::new(name).arg("--version").output() {
+        Ok(o) if o.status.success() => name.to_string(),
+        _ => panic!("{name} is missing: install the Debian package {package} (listed in .ci/packages)"),
+    }
+}
+
+fn run(cmd: &mut Command) {
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hsakmt-isa-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// kernels.cl compiled and linked for gfx90a: the code object's bytes and path.
+fn code_object() -> (Vec<u8>, PathBuf) {
+    let (clang, lld) = (tool("clang-19", "clang-19"), tool("ld.lld-19", "lld-19"));
+    let d = scratch("cl");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/isa/kernels.cl");
+    let (o, co) = (d.join("k.o"), d.join("k.co"));
+    run(Command::new(clang).args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-O2", "-c"]).arg(&src).arg("-o").arg(&o));
+    run(Command::new(lld).arg("-shared").arg(&o).arg("-o").arg(&co));
+    (std::fs::read(&co).unwrap(), co)
+}
+
+/// llvm-objdump's instructions of `file`: (its text, the encoding's dwords).
+fn objdump(file: &PathBuf) -> Vec<(String, Vec<u32>)> {
+    let out = Command::new(tool("llvm-objdump-19", "llvm-19")).args(["-d", "--mcpu=gfx90a"]).arg(file).output().unwrap();
+    assert!(out.status.success());
+    let mut v = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((text, comment)) = line.split_once("//") else { continue };
+        let Some((_, enc)) = comment.split_once(':') else { continue };
+        let words: Vec<u32> = enc.split_whitespace().take_while(|t| t.len() == 8).map(|t| u32::from_str_radix(t, 16).unwrap()).collect();
+        if !words.is_empty() {
+            v.push((text.split_whitespace().collect::<Vec<_>>().join(" "), words));
+        }
+    }
+    v
+}
+
+fn check_decoder(listing: &[(String, Vec<u32>)]) {
+    assert!(listing.len() > 20);
+    for (text, words) in listing {
+        let i = gfx9::decode(words).unwrap_or_else(|| panic!("not decoded: {text} {words:08x?}"));
+        assert_eq!(usize::from(i.len), 4 * words.len(), "{text}");
+        let ours = i.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(ours, *text, "{words:08x?}");
+    }
+}
+
+#[test]
+fn decoder_agrees_with_llvm_on_the_compiled_kernels() {
+    let (_, co) = code_object();
+    check_decoder(&objdump(&co));
+}
+
+#[test]
+fn decoder_agrees_with_llvm_on_the_sweep() {
+    let mc = tool("llvm-mc-19", "llvm-19");
+    let d = scratch("sweep");
+    let obj = d.join("sweep.o");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/isa/sweep.s");
+    run(Command::new(mc).args(["-arch=amdgcn", "-mcpu=gfx90a", "-filetype=obj"]).arg(&src).arg("-o").arg(&obj));
+    let listing = objdump(&obj);
+    let lines = std::fs::read_to_string(&src).unwrap().lines().filter(|l| !l.is_empty() && !l.starts_with("//")).count();
+    assert_eq!(listing.len(), lines, "every sweep line disassembled");
+    check_decoder(&listing);
+}
+
+struct Fx {
+    m: Model,
+    g: u32,
+    co: Vec<u8>,
+    _renders: Vec<OwnedFd>,
+}
+
+fn setup() -> Fx {
+    let m = Model::new(ModelConfig::catalogue("mi210")).unwrap();
+    let (_, renders) = acquire(&m, 1);
+    let g = m.gpus()[0].gpu_id;
+    alloc_map(&m, g, BASE, 64 << 20, GTT | RW);
+    let (co, _) = code_object();
+    let f = Fx { m, g, co, _renders: renders };
+    let obj = CodeObject::parse(&f.co).unwrap();
+    f.m.gpu_write(f.g, CODE, &obj.image()).unwrap();
+    f
+}
+
+impl Fx {
+    /// GPU VA of `kernel`'s descriptor.
+    fn kd(&self, kernel: &str) -> u64 {
+        CODE + CodeObject::parse(&self.co).unwrap().symbol(&format!("{kernel}.kd")).unwrap()
+    }
+    /// One dispatch on a fresh AQL queue: how the run ended and the queue's progress.
+    fn dispatch(&self, k: KernelDispatch, args: &[u8]) -> (RunEnd, RingProgress) {
+        self.m.gpu_write(self.g, KARG, args).unwrap();
+        let k = KernelDispatch { kernarg_address: KARG, ..k };
+        self.m.gpu_write(self.g, RING, &aql::Repr::new(Body::KernelDispatch(k)).to_bytes()).unwrap();
+        let ring = RingDesc {
+            gpu_id: self.g,
+            queue_id: 1,
+            kind: EngineKind::Aql,
+            ring_va: RING,
+            ring_bytes: 4096,
+            rptr_va: 0,
+            wptr_va: 0,
+            ctx_va: 0,
+            doorbell: 0,
+        };
+        let mut p = RingProgress::default();
+        let end = self.m.engine_run(&ring, &mut p, 1, 16);
+        (end, p)
+    }
+    fn words(&self, va: u64, n: usize) -> Vec<u32> {
+        let mut b = vec![0u8; 4 * n];
+        self.m.gpu_read(self.g, va, &mut b).unwrap();
+        b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+}
+
+fn args(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn vector_add_of_a_million_floats_matches_the_cpu() {
+    let f = setup();
+    let (a, b, c) = (DATA, DATA + 4 * u64::from(N), DATA + 8 * u64::from(N));
+    let av: Vec<f32> = (0..N).map(|i| i as f32 * 0.5 - 1000.0).collect();
+    let bv: Vec<f32> = (0..N).map(|i| (i % 977) as f32 / 7.0).collect();
+    f.m.gpu_write(f.g, a, &av.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, b, &bv.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    // n is one less than the grid: the last work-item is masked off by the kernel's compare.
+    let n = N - 1;
+    let t = std::time::Instant::now();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("vadd"), N, 256), &args(&[a, b, c, u64::from(n)]));
+    let took = t.elapsed();
+    eprintln!("vadd of {N} floats on the model GPU: {took:?} ({:.1} M work-items/s)", f64::from(N) / took.as_secs_f64() / 1e6);
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(c, N as usize);
+    for i in 0..n as usize {
+        assert_eq!(got[i], (av[i] + bv[i]).to_bits(), "c[{i}]");
+    }
+    assert_eq!(got[n as usize], 0, "the work-item past n stored nothing");
+}
+
+#[test]
+fn fill_with_a_partial_last_workgroup_and_wave() {
+    let f = setup();
+    // 1000 work-items in workgroups of 96: the last workgroup has 40 (one partial wave).
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("fill"), 1000, 96), &args(&[DATA, 7 | (2000 << 32)]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(DATA, 1001);
+    for (i, &v) in got[..1000].iter().enumerate() {
+        assert_eq!(v, 7 + i as u32);
+    }
+    assert_eq!(got[1000], 0, "nothing past the grid");
+}
+
+#[test]
+fn two_dimensional_work_item_ids_are_packed_in_v0() {
+    let f = setup();
+    let (w, h) = (64u32, 12u32);
+    let k = KernelDispatch { dimensions: 2, workgroup_size: [16, 4, 1], grid_size: [w, h, 1], ..KernelDispatch::new(f.kd("ids"), 0, 1) };
+    let (end, p) = f.dispatch(k, &args(&[DATA, u64::from(w)]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(DATA, (w * h) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            assert_eq!(got[(y * w + x) as usize], y << 16 | x, "({x}, {y})");
+        }
+    }
+}
+
+fn memory_exception(d: &kfd_event_data) -> kfd_hsa_memory_exception_data {
+    // SAFETY: every bit pattern is a valid kfd_hsa_memory_exception_data.
+    unsafe { d.__anon_union_1.memory_exception_data }
+}
+
+#[test]
+fn a_store_to_unmapped_memory_raises_the_memory_exception() {
+    let f = setup();
+    let mut e = kfd_ioctl_create_event_args::new_zeroed();
+    e.event_type = KFD_IOC_EVENT_MEMORY as u32;
+    raw(&f.m, AMDKFD_IOC_CREATE_EVENT, &mut e).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("fill"), 64, 64), &args(&[HOLE + 0x40, 1 | (64 << 32)]));
+    assert_eq!(end, RunEnd::Stopped);
+    match &p.error {
+        Some(QueueError::Fault(x)) => assert_eq!((x.va, x.write), (HOLE + 0x40, true)),
+        e => panic!("{e:?}"),
+    }
+    let mut d = [event_data(e.event_id, 0)];
+    let mut w =
+        kfd_ioctl_wait_events_args { events_ptr: d.as_mut_ptr() as u64, num_events: 1, wait_for_all: 1, timeout: 0, wait_result: 99 };
+    let _ = raw(&f.m, AMDKFD_IOC_WAIT_EVENTS, &mut w);
+    assert_eq!(w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE as u32);
+    let x = memory_exception(&d[0]);
+    assert_eq!((x.va, x.gpu_id, x.failure.NotPresent), (HOLE, f.g, 1));
+}
+
+#[test]
+fn an_unsupported_instruction_or_a_runaway_loop_stops_the_queue() {
+    let f = setup();
+    let entry = CODE + CodeObject::parse(&f.co).unwrap().symbol("fill").unwrap();
+    // v_sqrt_f32 (not modelled yet) as the first instruction.
+    f.m.gpu_write(f.g, entry, &0x7e00_4e01u32.to_le_bytes()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("fill"), 64, 64), &args(&[DATA, 64 << 32]));
+    assert_eq!(end, RunEnd::Stopped);
+    assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, ec: EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, .. })), "{:?}", p.error);
+    // s_branch -1: a loop that never ends is cut at the model's instruction limit.
+    f.m.gpu_write(f.g, entry, &0xbf82_ffffu32.to_le_bytes()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("fill"), 64, 64), &args(&[DATA, 64 << 32]));
+    assert_eq!(end, RunEnd::Stopped);
+    assert!(matches!(p.error, Some(QueueError::BadPacket { ec: EC_QUEUE_WAVE_ABORT, .. })), "{:?}", p.error);
+}
