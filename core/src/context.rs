@@ -235,6 +235,12 @@ impl Context {
         self.events.wait_entry(ev)
     }
 
+    /// A live event's slot in the event page (`HWData2`), 0 when it has none
+    /// ([`Events::mailbox`]).
+    pub fn event_mailbox(&self, ev: usize) -> KmtResult<u64> {
+        self.events.mailbox(ev)
+    }
+
     /// hsaKmtWaitOnMultipleEvents(_Ext) for a caller that owns the context for the whole wait
     /// ([`Events::wait_on`]).
     pub fn wait_on_events(&mut self, evs: &[usize], wait_all: bool, milliseconds: u32, ages: Option<&mut [u64]>) -> KmtResult<()> {

@@ -114,6 +114,15 @@ impl CEvent {
         self.put32(off + 4, u32::from_ne_bytes([b[4], b[5], b[6], b[7]]));
     }
 
+    fn get32(&self, off: usize) -> u32 {
+        self.words()[off / 4].load(Ordering::Relaxed)
+    }
+
+    fn get64(&self, off: usize) -> u64 {
+        let (lo, hi) = (self.get32(off).to_ne_bytes(), self.get32(off + 4).to_ne_bytes());
+        u64::from_ne_bytes([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]])
+    }
+
     /// The address C holds.
     fn addr(&self) -> usize {
         self.0.as_ptr() as usize
@@ -317,6 +326,13 @@ impl Events {
     /// hsaKmtQueryEventState: upstream only checks the event.
     pub fn query_state(&self, ev: usize) -> KmtResult<()> {
         self.get(ev).map(|_| ())
+    }
+
+    /// The address of a live event's slot in the event page (`HWData2`: where a GPU writes the
+    /// event id before it raises the interrupt), or 0 when it has none (no event page, or a
+    /// KFD that gave no slot).
+    pub fn mailbox(&self, ev: usize) -> KmtResult<u64> {
+        Ok(self.get(ev)?.words.get64(OFF_HW2))
     }
 
     /// The KFD id and type of a live event (for a wait).
