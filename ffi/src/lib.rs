@@ -30,6 +30,7 @@ pub mod safe;
 mod smi;
 mod svm;
 mod topology;
+pub mod virtio;
 
 pub use device::*;
 pub use events::*;

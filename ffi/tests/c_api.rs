@@ -141,7 +141,7 @@ fn api_functions() -> Vec<(String, String)> {
 #[test]
 fn headers_compile_standalone_as_c_and_cxx() {
     let s = setup();
-    for h in ["hsakmttypes.h", "hsakmt.h", "hsakmtctx.h", "hsakmtmodeliface.h", "linux/kfd_ioctl.h"] {
+    for h in ["hsakmttypes.h", "hsakmt.h", "hsakmtctx.h", "hsakmt_virtio.h", "hsakmtmodeliface.h", "linux/kfd_ioctl.h"] {
         let src = s.work.join(format!("only_{}.c", h.replace('/', "_")));
         fs::write(&src, format!("#include <hsakmt/{h}>\nint hsakmt_header_test;\n")).unwrap();
         compile(s, false, &src, &format!("only_{}.o", h.replace('/', "_")), false, &[]);
@@ -244,9 +244,13 @@ fn exports_every_function_under_hsakmt_1() {
     let s = setup();
     let syms = dynamic_symbols(&s.lib);
     let api = api_functions();
-    let exported: Vec<&(String, String)> = api.iter().filter(|(h, _)| h == "hsakmt.h" || h == "hsakmtctx.h").collect();
+    // hsakmt_virtio.h: the vhsaKmt* functions; upstream's libdrm forwarders (vamdgpu_*,
+    // vdrmCommandWriteRead) are not ours.
+    let exported: Vec<&(String, String)> =
+        api.iter().filter(|(h, n)| h == "hsakmt.h" || h == "hsakmtctx.h" || (h == "hsakmt_virtio.h" && n.starts_with("vhsaKmt"))).collect();
     assert_eq!(api.iter().filter(|(h, _)| h == "hsakmt.h").count(), 114);
     assert_eq!(api.iter().filter(|(h, _)| h == "hsakmtctx.h").count(), 74);
+    assert_eq!(api.iter().filter(|(h, n)| h == "hsakmt_virtio.h" && n.starts_with("vhsaKmt")).count(), 46);
     let mut missing = Vec::new();
     for (header, name) in exported {
         match syms.iter().find(|(n, _)| n == name) {
@@ -910,4 +914,90 @@ fn kfd_contexts_from_c() {
     }
     let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210").env("HSAKMT_MODEL_KFD_VERSION", "1.18").env("CONTEXTS_OLD_KFD", "1"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("contexts (KFD without CREATE_PROCESS): OK"), "{}", show(&o));
+}
+
+/// Not a test by itself: the loopback VirtIO host process of the `virtio_*` tests (the serve
+/// loop of `hsakmt-virtio-host`), on the model of `HSAKMT_MODEL`, listening on
+/// `VIRTIO_HOST_SOCKET`.
+#[test]
+#[ignore]
+fn virtio_host_process() {
+    let Ok(sock) = std::env::var("VIRTIO_HOST_SOCKET") else { return };
+    let l = hsakmt_virtio::loopback::listen(Path::new(&sock)).expect("listens");
+    println!("listening");
+    hsakmt_virtio::host::serve_model_guests(&l);
+}
+
+/// A VirtIO host in a process of its own, ready when it says so.
+fn virtio_host(name: &str) -> (std::process::Child, PathBuf) {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("hsakmt-c-virtio-{}-{name}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("sock");
+    let mut c = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "virtio_host_process", "--ignored", "--nocapture"])
+        .env("VIRTIO_HOST_SOCKET", &sock)
+        .env("HSAKMT_MODEL", "mi300x")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the host runs");
+    let out = std::io::BufReader::new(c.stdout.take().unwrap());
+    for l in out.lines() {
+        if l.expect("the host's output").trim() == "listening" {
+            return (c, sock);
+        }
+    }
+    c.kill().ok();
+    c.wait().ok();
+    panic!("the host ended before listening");
+}
+
+/// vhsaKmt* from C (ffi/tests/c/virtio.c) in a guest process against a host process on the
+/// model: topology equal to the direct API's, memory, events, an SDMA FENCE + TRAP on a queue
+/// executed by the host's model GPU, statuses for bad input and for no host.
+#[test]
+fn virtio_from_c() {
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("virtio.c"), "virtio", true, &["-pthread"]);
+    let (mut h, sock) = virtio_host("run");
+    let o = run(clean_cmd(&e).arg("run").env("HSAKMT_MODEL", "mi300x").env("HSAKMT_VIRTIO_SOCKET", &sock));
+    h.kill().ok();
+    h.wait().ok();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("virtio: OK"), "{}", show(&o));
+}
+
+/// The host dies while the guest holds memory: every later call fails with a status, none hangs.
+#[test]
+fn virtio_dead_host_from_c() {
+    use std::io::{BufRead, Write};
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("virtio.c"), "virtio_killed", true, &["-pthread"]);
+    let (mut h, sock) = virtio_host("killed");
+    let mut g = clean_cmd(&e)
+        .arg("killed")
+        .env("HSAKMT_VIRTIO_SOCKET", &sock)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the guest runs");
+    let mut out = std::io::BufReader::new(g.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut l = String::new();
+        if out.read_line(&mut l).expect("reads") == 0 {
+            break;
+        }
+        seen += &l;
+        if l.contains("kill the host") {
+            break;
+        }
+    }
+    assert!(seen.contains("kill the host"), "the guest did not get ready:\n{seen}");
+    h.kill().expect("killed");
+    h.wait().ok();
+    g.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let st = g.wait().unwrap();
+    assert!(st.success() && rest.contains("virtio killed: OK"), "{st}\n{seen}{rest}");
 }

@@ -10,12 +10,14 @@ Outputs (committed; never edit them by hand, re-run this script):
   ffi/include/hsakmt/hsakmttypes.h        every type, enum, #define and UUID of hsakmttypes.h
   ffi/include/hsakmt/hsakmt.h             the 114 hsaKmt* entry points
   ffi/include/hsakmt/hsakmtctx.h          the 74 hsaKmt*Ctx entry points
+  ffi/include/hsakmt/hsakmt_virtio.h      the 46 vhsaKmt* entry points (the guest side of VirtIO)
   ffi/include/hsakmt/hsakmtmodeliface.h   the v1.1 software-model plugin interface
   ffi/include/hsakmt/linux/kfd_ioctl.h    KFD ioctl ABI 1.22 (structs, constants, AMDKFD_IOC_*)
   ffi/tests/c/abi_static_asserts.c        compile-time layout/constant checks (C and C++)
   ffi/tests/c/abi_runtime_checks.c        bitfield positions and HSA_UUID values (run it)
-  ffi/src/gen_exports.rs                  a NOT_SUPPORTED stub for every hsakmt.h/hsakmtctx.h
-                                          function that no other ffi/src/*.rs file defines
+  ffi/src/gen_exports.rs                  a NOT_SUPPORTED stub for every hsakmt.h/hsakmtctx.h/
+                                          hsakmt_virtio.h function returning HSAKMT_STATUS that
+                                          no other ffi/src/*.rs file defines
 
 gen_exports.rs depends on the hand-written exports: a function gets a stub only if no other
 ffi/src/*.rs file contains `extern "C" fn <name>(`. **Re-run this script whenever a
@@ -684,6 +686,41 @@ def gen_ctx_header(funcs):
     return "\n".join(out) + "\n"
 
 
+# hsakmt_virtio.h: upstream's header also declares libdrm forwarders (vamdgpu_*, vdrmCommandWriteRead)
+# taking libdrm_amdgpu's types; those are not part of our library (see docs/virtio.md).
+VIRTIO_HEADER = "hsakmt_virtio.h"
+
+
+def virtio_functions(funcs):
+    return [f for f in funcs if f[0] == VIRTIO_HEADER and f[2] == "HSAKMT_STATUS"]
+
+
+def gen_virtio_header(funcs):
+    out = license_banner("the vhsaKmt* entry points of the VirtIO guest (drop-in for <hsakmt/hsakmt_virtio.h>)")
+    out += [
+        "",
+        "#ifndef _HSAKMT_VIRTIO_H_",
+        "#define _HSAKMT_VIRTIO_H_",
+        "",
+        "#include \"hsakmttypes.h\"",
+        "",
+        "#ifdef __cplusplus",
+        "extern \"C\" {",
+        "#endif",
+        "",
+        "/*",
+        " * The thunk API carried to the host that owns the GPU (docs/virtio.md). Structs use the",
+        " * layouts of hsakmttypes.h. vhsaKmtOpenKFD finds its host through the environment:",
+        " * HSAKMT_VIRTIO_SOCKET names the Unix socket of a host (hsakmt-virtio-host). Functions",
+        " * upstream's protocol does not carry answer HSAKMT_STATUS_NOT_SUPPORTED. Upstream's libdrm",
+        " * forwarders (vamdgpu_*, vdrmCommandWriteRead) are not part of this library.",
+        " */",
+    ]
+    emit_functions(out, [(h, n, r, p.replace("_Bool", "bool")) for h, n, r, p in virtio_functions(funcs)])
+    out += ["", "#ifdef __cplusplus", "} /* extern \"C\" */", "#endif", "", "#endif /* _HSAKMT_VIRTIO_H_ */"]
+    return "\n".join(out) + "\n"
+
+
 def gen_model_header():
     out = license_banner("the software-model plugin interface v1.1 (drop-in for <hsakmt/hsakmtmodeliface.h>)")
     out[-2] = " * The v1.1 layout is fixed in gen_c.py (MODEL_IFACE) and checked by abi_static_asserts.c."
@@ -969,7 +1006,7 @@ def gen_runtime_checks(ht, hconsts):
 
 C_SCALARS_RS = {
     "void": "c_void", "bool": "bool", "int": "c_int", "unsigned int": "c_uint", "unsigned": "c_uint",
-    "char": "c_char", "uint64_t": "u64", "uint32_t": "u32", "int64_t": "i64", "int32_t": "i32",
+    "char": "c_char", "_Bool": "bool", "uint64_t": "u64", "uint32_t": "u32", "int64_t": "i64", "int32_t": "i32",
 }
 
 
@@ -992,6 +1029,11 @@ def snake(name):
     return s.lower()
 
 
+# HsaMemMapFlags (a 4-byte bitfield struct of older headers, hsakmt_virtio.h still takes it) is
+# HsaMemFlags in Rust: both are 4 bytes, 4-aligned, passed by value as a u32 would be.
+RS_COMPAT_TYPES = {"HsaMemMapFlags": "HsaMemFlags"}
+
+
 class RustTypes:
     """C parameter types of the function table -> Rust types of hsakmt_core::abi."""
 
@@ -1011,6 +1053,8 @@ class RustTypes:
             if rt.startswith("c_"):
                 self.used_c.add(rt)
         else:
+            # Compat types the Rust ABI does not define: the same C ABI as the named type.
+            base = RS_COMPAT_TYPES.get(base, base)
             assert base in self.hsakmt_names, base
             rt = base
             self.used_h.add(rt)
@@ -1115,6 +1159,7 @@ def check_hand_signatures(funcs, ht, kt):
     al = abi_aliases(ht)
     rt = RustTypes(ht, kt)
     table = {f[1]: f for f in funcs if f[0] in ("hsakmt.h", "hsakmtctx.h")}
+    table.update({f[1]: f for f in virtio_functions(funcs)})
     problems = []
     for name, (file, types, ret) in sorted(hand_written_signatures().items()):
         # `plain_<name>` is the export of a bound function's plain symbol (ffi/src/generation).
@@ -1142,16 +1187,18 @@ def gen_exports(funcs, ht, kt):
     rt = RustTypes(ht, kt)
     items = []
     stubs = 0
+    virtio = {f[1] for f in virtio_functions(funcs)}
     for header, name, ret, params in funcs:
-        if header not in ("hsakmt.h", "hsakmtctx.h"):
+        if header not in ("hsakmt.h", "hsakmtctx.h") and name not in virtio:
             continue
         if name in hand:
             continue
         assert ret == "HSAKMT_STATUS", (name, ret)
         rt.used_h.add("HSAKMT_STATUS")
         args = ["_%s: %s" % (snake(pname), t) for pname, t in rt.params(params)]
+        what = "not carried through VirtIO here (docs/virtio.md)" if name in virtio else "not implemented yet"
         doc = [
-            "/// `%s` (%s): not implemented yet, answers `HSAKMT_STATUS_NOT_SUPPORTED`." % (name, header),
+            "/// `%s` (%s): %s, answers `HSAKMT_STATUS_NOT_SUPPORTED`." % (name, header, what),
             "///",
             "/// # Safety",
             "/// Callable with any arguments: none of them is read.",
@@ -1166,8 +1213,8 @@ def gen_exports(funcs, ht, kt):
     head = [
         "// @generated by tools/abi-gen/gen_c.py from core/tests/data/hsakmt-functions.tsv. Do not edit.",
         "//",
-        "// One NOT_SUPPORTED stub per hsakmt.h / hsakmtctx.h function that no other ffi/src/*.rs",
-        "// file defines (`extern \"C\" fn <name>(`), so libhsakmt.so always exports the full API.",
+        "// One NOT_SUPPORTED stub per hsakmt.h / hsakmtctx.h / hsakmt_virtio.h (HSAKMT_STATUS) function",
+        "// that no other ffi/src/*.rs file defines (`extern \"C\" fn <name>(`), so libhsakmt.so always exports the full API.",
         "// RE-RUN `python3 tools/abi-gen/gen_c.py` WHENEVER A HAND-WRITTEN EXPORT IS ADDED OR",
         "// REMOVED: a stub left behind collides with the real export at link time.",
         "// Hand-written exports at generation time (%d): %s"
@@ -1247,12 +1294,14 @@ def main():
     n_api = sum(1 for f in funcs if f[0] == "hsakmt.h")
     n_ctx = sum(1 for f in funcs if f[0] == "hsakmtctx.h")
     assert (n_api, n_ctx) == (114, 74), (n_api, n_ctx)
+    assert len(virtio_functions(funcs)) == 46, len(virtio_functions(funcs))
 
     asserts, summary = gen_static_asserts(ht, hconsts, kt, kconsts)
     outputs = {
         os.path.join(INCLUDE, "hsakmttypes.h"): gen_types_header(ht, hconsts),
         os.path.join(INCLUDE, "hsakmt.h"): gen_api_header(funcs),
         os.path.join(INCLUDE, "hsakmtctx.h"): gen_ctx_header(funcs),
+        os.path.join(INCLUDE, VIRTIO_HEADER): gen_virtio_header(funcs),
         os.path.join(INCLUDE, "hsakmtmodeliface.h"): gen_model_header(),
         os.path.join(INCLUDE, "linux", "kfd_ioctl.h"): gen_kfd_header(kt, kconsts, ioctls),
         os.path.join(CTESTS, "abi_static_asserts.c"): asserts,

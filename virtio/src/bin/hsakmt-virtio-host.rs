@@ -18,18 +18,5 @@ fn main() {
     };
     // Ready: the socket accepts connections from now on.
     println!("listening");
-    loop {
-        let Ok(conn) = hsakmt_virtio::loopback::accept(&listener) else { continue };
-        std::thread::spawn(move || match hsakmt_virtio::host::ModelHost::open() {
-            Ok(mut h) => {
-                h.serve(&conn);
-                let t = h.close();
-                eprintln!(
-                    "hsakmt-virtio-host: guest gone; freed {} allocations, {} events, {} queues; model BOs left {}",
-                    t.0.memory, t.0.events, t.0.queues, t.1
-                );
-            }
-            Err(e) => eprintln!("hsakmt-virtio-host: {e}"),
-        });
-    }
+    hsakmt_virtio::host::serve_model_guests(&listener);
 }

@@ -928,3 +928,24 @@ impl ModelHost {
         (t, left)
     }
 }
+
+/// Serve every guest that connects to `listener` with a [`ModelHost`] of its own, each on a
+/// thread; a guest that goes away has everything it held freed (reported on stderr). Never
+/// returns: the loopback host's main loop (`hsakmt-virtio-host`).
+#[cfg(feature = "model")]
+pub fn serve_model_guests(listener: &std::os::fd::OwnedFd) -> ! {
+    loop {
+        let Ok(conn) = crate::loopback::accept(listener) else { continue };
+        std::thread::spawn(move || match ModelHost::open() {
+            Ok(mut h) => {
+                h.serve(&conn);
+                let t = h.close();
+                eprintln!(
+                    "hsakmt-virtio-host: guest gone; freed {} allocations, {} events, {} queues; model BOs left {}",
+                    t.0.memory, t.0.events, t.0.queues, t.1
+                );
+            }
+            Err(e) => eprintln!("hsakmt-virtio-host: {e}"),
+        });
+    }
+}
