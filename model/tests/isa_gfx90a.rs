@@ -248,3 +248,74 @@ fn an_unsupported_instruction_or_a_runaway_loop_stops_the_queue() {
     assert_eq!(end, RunEnd::Stopped);
     assert!(matches!(p.error, Some(QueueError::BadPacket { ec: EC_QUEUE_WAVE_ABORT, .. })), "{:?}", p.error);
 }
+
+#[test]
+fn a_reduction_through_lds_with_barriers_matches_the_cpu() {
+    let f = setup();
+    let groups = 64u32;
+    let (input, out, counts) = (DATA, DATA + 0x10_0000, DATA + 0x20_0000);
+    let v: Vec<u32> = (0..groups * 256).map(|i| i.wrapping_mul(2_654_435_761) >> 12).collect();
+    f.m.gpu_write(f.g, input, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let k = KernelDispatch { group_segment_size: 0, ..KernelDispatch::new(f.kd("reduce"), groups * 256, 256) };
+    let (end, p) = f.dispatch(k, &args(&[input, out, counts]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let (sums, cnt) = (f.words(out, groups as usize), f.words(counts, groups as usize));
+    for g in 0..groups as usize {
+        let want = v[g * 256..(g + 1) * 256].iter().fold(0u32, |a, &b| a.wrapping_add(b));
+        assert_eq!(sums[g], want, "workgroup {g}'s sum");
+        assert_eq!(cnt[g], (0..256).sum::<u32>(), "workgroup {g}'s LDS atomic counter");
+    }
+}
+
+#[test]
+fn global_atomics_histogram_and_counters_match_the_cpu() {
+    let f = setup();
+    let n = 5000u32;
+    let (input, bins, ticket, order) = (DATA, DATA + 0x10_0000, DATA + 0x10_1000, DATA + 0x20_0000);
+    let v: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_246_822_519).rotate_left(13)).collect();
+    f.m.gpu_write(f.g, input, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let mut init = [0u32; 24];
+    init[17] = u32::MAX;
+    init[20] = u32::MAX;
+    f.m.gpu_write(f.g, bins, &init.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, ticket, &[0; 4]).unwrap();
+    // 5000 work-items in workgroups of 128: a partial last workgroup and wave.
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("histo"), 5120, 128), &args(&[input, bins, ticket, order, u64::from(n)]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(bins, 24);
+    let mut want = init;
+    for (i, &x) in v.iter().enumerate() {
+        want[(x & 15) as usize] += 1;
+        want[16] = want[16].max(x);
+        want[17] = want[17].min(x);
+        want[18] |= x;
+        want[19] ^= x;
+        want[20] &= x | 0xffff_0000;
+        want[21] = want[21].wrapping_sub(1);
+        if want[22] == 0 {
+            want[22] = i as u32 + 1;
+        }
+        want[23] = 5;
+    }
+    assert_eq!(got[..22], want[..22]);
+    assert!((1..=n).contains(&got[22]), "cmpxchg stored one work-item's i + 1: {}", got[22]);
+    assert_eq!(got[23], 5);
+    assert_eq!(f.words(ticket, 1)[0], n, "every work-item took a ticket");
+    let mut tickets = f.words(order, n as usize);
+    tickets.sort_unstable();
+    assert!(tickets.iter().copied().eq(0..n), "the tickets are 0..n, each once");
+}
+
+#[test]
+fn lds_out_of_range_reads_zero_and_drops_writes() {
+    let f = setup();
+    // Two waves over an a[64] (256 bytes of LDS): the stores of work-items 64.. and every store
+    // at l + 64 land past it and are dropped; the reads at l + 32 see a[32..64], then zeros.
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("lds_range"), 128, 128), &args(&[DATA, 64 | (32 << 32)]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(DATA, 128);
+    for (l, &v) in got.iter().enumerate() {
+        let want = if l + 32 < 64 { 100 + l as u32 + 32 } else { 0 };
+        assert_eq!(v, want, "out[{l}]");
+    }
+}

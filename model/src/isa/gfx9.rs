@@ -22,6 +22,7 @@ pub enum Enc {
     Vopc,
     Vop3,
     Flat,
+    Ds,
 }
 
 /// Operand widths in dwords: destination, then up to three sources (0: none).
@@ -67,6 +68,8 @@ const SOP1: &[Row] = &[
     (1, "s_mov_b64", [2, 2, 0, 0]),
     (4, "s_not_b32", [1, 1, 0, 0]),
     (5, "s_not_b64", [2, 2, 0, 0]),
+    (13, "s_bcnt1_i32_b64", [1, 2, 0, 0]),
+    (17, "s_ff1_i32_b64", [1, 2, 0, 0]),
     (28, "s_getpc_b64", [2, 0, 0, 0]),
     (32, "s_and_saveexec_b64", [2, 2, 0, 0]),
     (33, "s_or_saveexec_b64", [2, 2, 0, 0]),
@@ -86,6 +89,8 @@ const SOPC: &[Row] = &[
     (9, "s_cmp_ge_u32", [0, 1, 1, 0]),
     (10, "s_cmp_lt_u32", [0, 1, 1, 0]),
     (11, "s_cmp_le_u32", [0, 1, 1, 0]),
+    (18, "s_cmp_eq_u64", [0, 2, 2, 0]),
+    (19, "s_cmp_lg_u64", [0, 2, 2, 0]),
 ];
 
 const SOPP: &[Row] = &[
@@ -188,6 +193,9 @@ const VOP3: &[Row] = &[
     (0x200, "v_lshl_or_b32", [1, 1, 1, 1]),
     (0x285, "v_mul_lo_u32", [1, 1, 1, 0]),
     (0x286, "v_mul_hi_u32", [1, 1, 1, 0]),
+    (0x289, "v_readlane_b32", [1, 1, 1, 0]),
+    (0x28c, "v_mbcnt_lo_u32_b32", [1, 1, 1, 0]),
+    (0x28d, "v_mbcnt_hi_u32_b32", [1, 1, 1, 0]),
     (0x28f, "v_lshlrev_b64", [2, 1, 2, 0]),
     (0x290, "v_lshrrev_b64", [2, 1, 2, 0]),
 ];
@@ -202,6 +210,87 @@ const FLAT: &[(u16, &str, u8, bool)] = &[
     (29, "store_dwordx2", 2, true),
     (30, "store_dwordx3", 3, true),
     (31, "store_dwordx4", 4, true),
+];
+
+/// DS (LDS) opcodes: widths are [returned dwords, address, data0 dwords, data1 dwords].
+/// Atomics at 0..=16 have returning forms at +32 (`_rtn`).
+const DS: &[Row] = &[
+    (0, "ds_add_u32", [0, 1, 1, 0]),
+    (1, "ds_sub_u32", [0, 1, 1, 0]),
+    (2, "ds_rsub_u32", [0, 1, 1, 0]),
+    (3, "ds_inc_u32", [0, 1, 1, 0]),
+    (4, "ds_dec_u32", [0, 1, 1, 0]),
+    (5, "ds_min_i32", [0, 1, 1, 0]),
+    (6, "ds_max_i32", [0, 1, 1, 0]),
+    (7, "ds_min_u32", [0, 1, 1, 0]),
+    (8, "ds_max_u32", [0, 1, 1, 0]),
+    (9, "ds_and_b32", [0, 1, 1, 0]),
+    (10, "ds_or_b32", [0, 1, 1, 0]),
+    (11, "ds_xor_b32", [0, 1, 1, 0]),
+    (13, "ds_write_b32", [0, 1, 1, 0]),
+    (14, "ds_write2_b32", [0, 1, 1, 1]),
+    (15, "ds_write2st64_b32", [0, 1, 1, 1]),
+    (16, "ds_cmpst_b32", [0, 1, 1, 1]),
+    (30, "ds_write_b8", [0, 1, 1, 0]),
+    (31, "ds_write_b16", [0, 1, 1, 0]),
+    (32, "ds_add_rtn_u32", [1, 1, 1, 0]),
+    (33, "ds_sub_rtn_u32", [1, 1, 1, 0]),
+    (34, "ds_rsub_rtn_u32", [1, 1, 1, 0]),
+    (35, "ds_inc_rtn_u32", [1, 1, 1, 0]),
+    (36, "ds_dec_rtn_u32", [1, 1, 1, 0]),
+    (37, "ds_min_rtn_i32", [1, 1, 1, 0]),
+    (38, "ds_max_rtn_i32", [1, 1, 1, 0]),
+    (39, "ds_min_rtn_u32", [1, 1, 1, 0]),
+    (40, "ds_max_rtn_u32", [1, 1, 1, 0]),
+    (41, "ds_and_rtn_b32", [1, 1, 1, 0]),
+    (42, "ds_or_rtn_b32", [1, 1, 1, 0]),
+    (43, "ds_xor_rtn_b32", [1, 1, 1, 0]),
+    (45, "ds_wrxchg_rtn_b32", [1, 1, 1, 0]),
+    (48, "ds_cmpst_rtn_b32", [1, 1, 1, 1]),
+    (54, "ds_read_b32", [1, 1, 0, 0]),
+    (55, "ds_read2_b32", [2, 1, 0, 0]),
+    (56, "ds_read2st64_b32", [2, 1, 0, 0]),
+    (57, "ds_read_i8", [1, 1, 0, 0]),
+    (58, "ds_read_u8", [1, 1, 0, 0]),
+    (59, "ds_read_i16", [1, 1, 0, 0]),
+    (60, "ds_read_u16", [1, 1, 0, 0]),
+    (77, "ds_write_b64", [0, 1, 2, 0]),
+    (78, "ds_write2_b64", [0, 1, 2, 2]),
+    (79, "ds_write2st64_b64", [0, 1, 2, 2]),
+    (118, "ds_read_b64", [2, 1, 0, 0]),
+    (119, "ds_read2_b64", [4, 1, 0, 0]),
+    (120, "ds_read2st64_b64", [4, 1, 0, 0]),
+];
+
+/// FLAT / GLOBAL atomics: (opcode, flat name, global name, dwords of the memory operand).
+/// cmpswap's data is two operands (the new value, then the compared one).
+const FLAT_ATOMICS: &[(u16, &str, &str, u8)] = &[
+    (64, "flat_atomic_swap", "global_atomic_swap", 1),
+    (65, "flat_atomic_cmpswap", "global_atomic_cmpswap", 1),
+    (66, "flat_atomic_add", "global_atomic_add", 1),
+    (67, "flat_atomic_sub", "global_atomic_sub", 1),
+    (68, "flat_atomic_smin", "global_atomic_smin", 1),
+    (69, "flat_atomic_umin", "global_atomic_umin", 1),
+    (70, "flat_atomic_smax", "global_atomic_smax", 1),
+    (71, "flat_atomic_umax", "global_atomic_umax", 1),
+    (72, "flat_atomic_and", "global_atomic_and", 1),
+    (73, "flat_atomic_or", "global_atomic_or", 1),
+    (74, "flat_atomic_xor", "global_atomic_xor", 1),
+    (75, "flat_atomic_inc", "global_atomic_inc", 1),
+    (76, "flat_atomic_dec", "global_atomic_dec", 1),
+    (96, "flat_atomic_swap_x2", "global_atomic_swap_x2", 2),
+    (97, "flat_atomic_cmpswap_x2", "global_atomic_cmpswap_x2", 2),
+    (98, "flat_atomic_add_x2", "global_atomic_add_x2", 2),
+    (99, "flat_atomic_sub_x2", "global_atomic_sub_x2", 2),
+    (100, "flat_atomic_smin_x2", "global_atomic_smin_x2", 2),
+    (101, "flat_atomic_umin_x2", "global_atomic_umin_x2", 2),
+    (102, "flat_atomic_smax_x2", "global_atomic_smax_x2", 2),
+    (103, "flat_atomic_umax_x2", "global_atomic_umax_x2", 2),
+    (104, "flat_atomic_and_x2", "global_atomic_and_x2", 2),
+    (105, "flat_atomic_or_x2", "global_atomic_or_x2", 2),
+    (106, "flat_atomic_xor_x2", "global_atomic_xor_x2", 2),
+    (107, "flat_atomic_inc_x2", "global_atomic_inc_x2", 2),
+    (108, "flat_atomic_dec_x2", "global_atomic_dec_x2", 2),
 ];
 
 /// Operand code of a literal constant following the instruction.
@@ -245,6 +334,10 @@ pub struct Inst {
     /// FLAT: dwords moved and whether it stores.
     pub dwords: u8,
     pub store: bool,
+    /// FLAT atomic (returns the old value when `glc`).
+    pub atomic: bool,
+    /// DS: the second data VGPR (`data` is the first; `imm` holds offset0 | offset1 << 8).
+    pub data1: u16,
 }
 
 fn find(t: &[Row], op: u32) -> Option<&Row> {
@@ -274,6 +367,8 @@ fn blank(enc: Enc, row: &Row) -> Inst {
         slc: false,
         dwords: 0,
         store: false,
+        atomic: false,
+        data1: 0,
     }
 }
 
@@ -417,13 +512,20 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         if seg != 0 && seg != 2 {
             return None; // scratch: not yet
         }
-        let &(op, suffix, dwords, store) = FLAT.iter().find(|f| u32::from(f.0) == (d >> 18) & 0x7f)?;
-        let name = match (seg, FLAT_NAMES.iter().find(|n| n.1 == suffix)) {
-            (0, Some(n)) => n.0,
-            (_, Some(n)) => n.2,
-            _ => return None,
+        let fop = (d >> 18) & 0x7f;
+        let (op, name, dwords, store, atomic) = if let Some(a) = FLAT_ATOMICS.iter().find(|f| u32::from(f.0) == fop) {
+            (a.0, if seg == 0 { a.1 } else { a.2 }, a.3, false, true)
+        } else {
+            let &(op, suffix, dwords, store) = FLAT.iter().find(|f| u32::from(f.0) == fop)?;
+            let name = match (seg, FLAT_NAMES.iter().find(|n| n.1 == suffix)) {
+                (0, Some(n)) => n.0,
+                (_, Some(n)) => n.2,
+                _ => return None,
+            };
+            (op, name, dwords, store, false)
         };
         let mut i = blank(Enc::Flat, &(op, name, [0; 4]));
+        i.atomic = atomic;
         i.len = 8;
         i.seg = seg;
         // gfx90a: 12-bit unsigned offset for FLAT, 13-bit signed for GLOBAL.
@@ -442,7 +544,28 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         }
         return Some(i);
     }
+    if d >> 26 == 0b110110 {
+        let e = second?;
+        // GDS and AGPR data: not modelled.
+        if d & (1 << 16) != 0 || d & (1 << 25) != 0 {
+            return None;
+        }
+        let r = find(DS, (d >> 17) & 0xff)?;
+        let mut i = blank(Enc::Ds, r);
+        i.len = 8;
+        i.imm = (d & 0xffff) as i32;
+        i.src[0] = 256 + (e & 0xff) as u16;
+        i.data = ((e >> 8) & 0xff) as u16;
+        i.data1 = ((e >> 16) & 0xff) as u16;
+        i.dst = ((e >> 24) & 0xff) as u16;
+        return Some(i);
+    }
     None
+}
+
+/// Is the DS opcode a two-address form (`offset0`/`offset1`)?
+pub fn ds_two(op: u16) -> bool {
+    matches!(op, 14 | 15 | 55 | 56 | 78 | 79 | 119 | 120)
 }
 
 /// (flat name, suffix, global name)
@@ -580,6 +703,8 @@ impl fmt::Display for Inst {
                     }
                 } else if (0x140..0x1c0).contains(&op) {
                     write!(f, "{n}_e64 {vdst}, {}", srcs.join(", "))?;
+                } else if op == 0x289 {
+                    write!(f, "{n} {dst}, {}", srcs.join(", "))?;
                 } else {
                     write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
                 }
@@ -592,6 +717,61 @@ impl fmt::Display for Inst {
                     3 => f.write_str(" div:2"),
                     _ => Ok(()),
                 }
+            }
+            Enc::Ds => {
+                let sig = self.sig;
+                let mut ops = Vec::new();
+                if sig[0] != 0 {
+                    ops.push(Opnd(256 + self.dst, sig[0], 0).to_string());
+                }
+                ops.push(Opnd(self.src[0], 1, 0).to_string());
+                if sig[2] != 0 {
+                    ops.push(Opnd(256 + self.data, sig[2], 0).to_string());
+                }
+                if sig[3] != 0 {
+                    ops.push(Opnd(256 + self.data1, sig[3], 0).to_string());
+                }
+                write!(f, "{n} {}", ops.join(", "))?;
+                let (o0, o1) = (self.imm & 0xff, self.imm >> 8);
+                if ds_two(self.op) {
+                    if o0 != 0 {
+                        write!(f, " offset0:{o0}")?;
+                    }
+                    if o1 != 0 {
+                        write!(f, " offset1:{o1}")?;
+                    }
+                } else if self.imm != 0 {
+                    write!(f, " offset:{}", self.imm)?;
+                }
+                Ok(())
+            }
+            Enc::Flat if self.atomic => {
+                let n64 = self.dwords;
+                let data = Opnd(256 + self.data, if self.op == 65 || self.op == 97 { 2 * n64 } else { n64 }, 0);
+                let wide = self.seg == 0 || self.saddr == SADDR_OFF;
+                let addr = Opnd(self.src[0], if wide { 2 } else { 1 }, 0);
+                if self.glc {
+                    write!(f, "{n} {}, {addr}, {data}", Opnd(256 + self.dst, n64, 0))?;
+                } else {
+                    write!(f, "{n} {addr}, {data}")?;
+                }
+                if self.seg != 0 {
+                    if self.saddr == SADDR_OFF {
+                        f.write_str(", off")?;
+                    } else {
+                        write!(f, ", {}", Opnd(self.saddr, 2, 0))?;
+                    }
+                }
+                if self.imm != 0 {
+                    write!(f, " offset:{}", self.imm)?;
+                }
+                if self.glc {
+                    f.write_str(" glc")?;
+                }
+                if self.slc {
+                    f.write_str(" slc")?;
+                }
+                Ok(())
             }
             Enc::Flat => {
                 let data = Opnd(256 + if self.store { self.data } else { self.dst }, self.dwords, 0);

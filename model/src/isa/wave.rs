@@ -1,7 +1,9 @@
 //! Wave launch and execution for gfx90a (wave64). A dispatch runs its workgroups one after
-//! another and a workgroup's waves one after another, each to its end; every memory access
-//! goes through the GPU page table (`Exec::read` / `Exec::write`), so a bad program faults
-//! the queue, never the host.
+//! another; a workgroup's waves are interleaved (each runs until `s_barrier`, its end or a
+//! slice of [`SLICE`] instructions), so barriers and the workgroup's LDS work across waves.
+//! Every global memory access goes through the GPU page table (`Exec::read` / `Exec::write`),
+//! so a bad program faults the queue, never the host; LDS is a per-workgroup buffer whose
+//! out-of-range accesses read 0 and drop writes, as gfx9's LDS does.
 
 use super::descriptor::{props, KernelDescriptor};
 use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, LITERAL, SADDR_OFF, VCC};
@@ -14,6 +16,11 @@ use std::collections::HashMap;
 /// kernel does not stall the engine forever).
 pub const MAX_WAVE_INSTRUCTIONS: u64 = 1 << 27;
 const LANES: usize = 64;
+/// Instructions a wave of a multi-wave workgroup runs before the next wave gets its turn
+/// (waves spinning on each other's LDS or memory writes still make progress).
+pub const SLICE: u32 = 4096;
+/// LDS a workgroup may have on gfx90a (64 KiB).
+pub const MAX_LDS: u32 = 64 << 10;
 /// amd_queue_t.read_dispatch_id's offset (the queue pointer is found from the read pointer).
 const AMDQ_READ_DISPATCH_ID: u64 = 128;
 
@@ -33,6 +40,16 @@ struct Wave {
     pc: u64,
     /// Waves in the wave's workgroup.
     waves: u32,
+    /// Has run `s_endpgm` / waits at `s_barrier`.
+    ended: bool,
+    at_barrier: bool,
+}
+
+/// Why a wave gave up its turn.
+enum Yield {
+    End,
+    Barrier,
+    Slice,
 }
 
 impl Wave {
@@ -71,9 +88,16 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
     let k = &l.k;
     let wg = [u32::from(k.workgroup_size[0]), u32::from(k.workgroup_size[1]), u32::from(k.workgroup_size[2])];
     let groups = [0, 1, 2].map(|i| k.grid_size[i].div_ceil(wg[i]));
+    // LDS: the packet's group segment size (static + dynamic, as the runtime fills it in), at
+    // least the descriptor's static size.
+    let lds_size = k.group_segment_size.max(d.group_segment_fixed_size);
+    if lds_size > MAX_LDS {
+        return refuse("group segment larger than the 64 KiB of LDS a gfx90a workgroup has");
+    }
+    let mut lds = vec![0u8; lds_size as usize];
     let mut cache: HashMap<u64, Inst> = HashMap::new();
     let mut budget = MAX_WAVE_INSTRUCTIONS;
-    let mut w = Wave { s: [0; 128], scc: false, v: vec![[0; LANES]; vgprs], pc: entry, waves: 1 };
+    let mut pool: Vec<Wave> = Vec::new();
     for gz in 0..groups[2] {
         for gy in 0..groups[1] {
             for gx in 0..groups[0] {
@@ -82,21 +106,59 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
                 let size = [0, 1, 2].map(|i| wg[i].min(k.grid_size[i] - gid[i] * wg[i]));
                 let items = size[0] * size[1] * size[2];
                 let waves = items.div_ceil(LANES as u32);
-                for wave_no in 0..waves {
-                    launch(x, d, l, &mut w, entry, gid, size, wave_no, waves);
-                    match run(x, &mut w, &mut cache, &mut budget) {
-                        Ok(()) => {}
-                        Err(Stop::Halt(h)) => return Err(h),
-                        Err(Stop::Illegal(what)) => return Err(bad_ec(at, what, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION)),
-                    }
-                    if budget == 0 {
-                        return Err(bad_ec(at, "kernel ran past the model's instruction limit", EC_QUEUE_WAVE_ABORT));
-                    }
+                while pool.len() < waves as usize {
+                    let v = vec![[0; LANES]; vgprs];
+                    pool.push(Wave { s: [0; 128], scc: false, v, pc: entry, waves: 1, ended: false, at_barrier: false });
+                }
+                for (wave_no, w) in pool.iter_mut().take(waves as usize).enumerate() {
+                    launch(x, d, l, w, entry, gid, size, wave_no as u32, waves);
+                }
+                lds.fill(0);
+                let r = workgroup(x, &mut pool[..waves as usize], &mut lds, &mut cache, &mut budget);
+                match r {
+                    Ok(()) => {}
+                    Err(Stop::Halt(h)) => return Err(h),
+                    Err(Stop::Illegal(what)) => return Err(bad_ec(at, what, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION)),
+                }
+                if budget == 0 {
+                    return Err(bad_ec(at, "kernel ran past the model's instruction limit", EC_QUEUE_WAVE_ABORT));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Run one workgroup's waves to their ends, round robin: a wave runs until it ends, reaches
+/// `s_barrier` or used its slice. When every wave that has not ended waits at the barrier,
+/// the barrier opens (ended waves no longer count, as on the hardware).
+fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut [u8], cache: &mut HashMap<u64, Inst>, budget: &mut u64) -> Result<(), Stop> {
+    let slice = if waves.len() == 1 { u32::MAX } else { SLICE };
+    loop {
+        let mut live = 0;
+        for w in waves.iter_mut().filter(|w| !w.ended && !w.at_barrier) {
+            match run(x, w, lds, cache, budget, slice)? {
+                Yield::End => w.ended = true,
+                Yield::Barrier => w.at_barrier = true,
+                Yield::Slice => {}
+            }
+            if *budget == 0 {
+                return Ok(());
+            }
+            live += 1;
+        }
+        if live == 0 {
+            // Everyone left has arrived (or ended): open the barrier.
+            let mut waiting = false;
+            for w in waves.iter_mut().filter(|w| w.at_barrier) {
+                w.at_barrier = false;
+                waiting = true;
+            }
+            if !waiting {
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// The state a wave starts with: user SGPRs in the descriptor's order, then the system SGPRs,
@@ -116,6 +178,8 @@ fn launch(
 ) {
     w.s = [0; 128];
     w.scc = false;
+    w.ended = false;
+    w.at_barrier = false;
     w.pc = entry;
     w.waves = waves;
     let mut n = 0usize;
@@ -203,10 +267,10 @@ fn fetch(x: &Exec<'_>, cache: &mut HashMap<u64, Inst>, pc: u64) -> Result<Inst, 
     Ok(i)
 }
 
-fn run(x: &Exec<'_>, w: &mut Wave, cache: &mut HashMap<u64, Inst>, budget: &mut u64) -> Result<(), Stop> {
-    loop {
+fn run(x: &Exec<'_>, w: &mut Wave, lds: &mut [u8], cache: &mut HashMap<u64, Inst>, budget: &mut u64, slice: u32) -> Result<Yield, Stop> {
+    for _ in 0..slice {
         if *budget == 0 {
-            return Ok(());
+            return Ok(Yield::End);
         }
         *budget -= 1;
         let i = fetch(x, cache, w.pc)?;
@@ -215,10 +279,9 @@ fn run(x: &Exec<'_>, w: &mut Wave, cache: &mut HashMap<u64, Inst>, budget: &mut 
         match i.enc {
             Enc::Sopp => match i.op {
                 0 | 12 => {}
-                1 => return Ok(()),
+                1 => return Ok(Yield::End),
                 10 if w.waves == 1 => {}
-                // Waves run one after another: a barrier across waves cannot be honoured yet.
-                10 => return Err(Stop::Illegal("s_barrier in a multi-wave workgroup is not modelled yet")),
+                10 => return Ok(Yield::Barrier),
                 op => {
                     let vcc = u64::from(w.s[106]) | u64::from(w.s[107]) << 32;
                     let take = match op {
@@ -248,9 +311,12 @@ fn run(x: &Exec<'_>, w: &mut Wave, cache: &mut HashMap<u64, Inst>, budget: &mut 
             }
             Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => scalar(w, &i)?,
             Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => vector(w, &i)?,
+            Enc::Flat if i.atomic => atomic(x, w, &i)?,
             Enc::Flat => memory(x, w, &i)?,
+            Enc::Ds => ds(w, lds, &i)?,
         }
     }
+    Ok(Yield::Slice)
 }
 
 fn sdst_index(c: u16) -> Result<usize, Stop> {
@@ -306,6 +372,10 @@ fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
         Enc::Sopk => {
             w.s[sdst_index(i.dst)?] = i.imm as u32;
         }
+        Enc::Sopc if wide => {
+            let (a, b) = (sval64(w, i.src[0], i.lit)?, sval64(w, i.src[1], i.lit)?);
+            w.scc = if i.op == 18 { a == b } else { a != b };
+        }
         Enc::Sopc => {
             let (a, b) = (sval(w, i.src[0], i.lit)?, sval(w, i.src[1], i.lit)?);
             let (sa, sb) = (a as i32, b as i32);
@@ -322,6 +392,23 @@ fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 9 => a >= b,
                 10 => a < b,
                 _ => a <= b,
+            };
+        }
+        Enc::Sop1 if i.sig[0] == 1 && i.sig[1] == 2 => {
+            let a = sval64(w, i.src[0], i.lit)?;
+            w.s[sdst_index(i.dst)?] = match i.op {
+                13 => {
+                    w.scc = a != 0;
+                    a.count_ones()
+                }
+                // -1 when no bit is set.
+                _ => {
+                    if a == 0 {
+                        u32::MAX
+                    } else {
+                        a.trailing_zeros()
+                    }
+                }
             };
         }
         Enc::Sop1 if wide => {
@@ -612,6 +699,10 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 set_s64(w, if i.enc == Enc::Vop2 { VCC } else { i.sdst }, cout)?;
             }
         }
+        _ if op == 0x289 => {
+            let lane = (get(w, s1, 0) & 63) as usize;
+            w.s[sdst_index(i.dst)?] = get(w, s0, lane);
+        }
         _ => {
             let d = vdst(w, i.dst, i.sig[0])?;
             let s2 = if i.sig[3] != 0 { vsrc(w, i.src[2], 0)? } else { VSrc::K(0) };
@@ -651,6 +742,9 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     0x200 => u64::from((a << (b & 31)) | c),
                     0x285 => u64::from(a.wrapping_mul(b)),
                     0x286 => (u64::from(a) * u64::from(b)) >> 32,
+                    // Bits of the mask below this lane (lanes 0..32 / 32..64), plus src1.
+                    0x28c => u64::from((a & ((1u64 << lane.min(32)) - 1) as u32).count_ones().wrapping_add(b)),
+                    0x28d => u64::from((a & ((1u64 << lane.saturating_sub(32)) - 1) as u32).count_ones().wrapping_add(b)),
                     0x28f => pair(w, s1, lane) << (a & 63),
                     0x290 => pair(w, s1, lane) >> (a & 63),
                     _ => return Err(Stop::Illegal("unsupported VOP3")),
@@ -732,6 +826,206 @@ fn memory(x: &Exec<'_>, w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             x.read(addr[lane], b)?;
             for k in 0..n {
                 w.v[reg + k][lane] = u32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap_or_default());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// FLAT / GLOBAL atomics, lane by lane (lanes in order, as one read-modify-write each); with
+/// `glc` the old value comes back in the destination VGPRs.
+fn atomic(x: &Exec<'_>, w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    let exec = w.exec();
+    if exec == 0 {
+        return Ok(());
+    }
+    let n = usize::from(i.dwords);
+    let cmp = i.op == 65 || i.op == 97;
+    let a = usize::from(i.src[0] - 256);
+    let base = if i.saddr != SADDR_OFF && i.seg != 0 { Some(sreg64(w, i.saddr)?) } else { None };
+    if a + if base.is_some() { 1 } else { 2 } > w.v.len() {
+        return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+    }
+    let data = vdst(w, i.data, if cmp { 2 * i.dwords } else { i.dwords })?;
+    let ret = if i.glc { Some(vdst(w, i.dst, i.dwords)?) } else { None };
+    let op = if i.op >= 96 { i.op - 32 } else { i.op };
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let va = match base {
+            Some(b) => b.wrapping_add(u64::from(w.v[a][lane])),
+            None => u64::from(w.v[a][lane]) | u64::from(w.v[a + 1][lane]) << 32,
+        }
+        .wrapping_add(i.imm as i64 as u64);
+        let mut b = [0u8; 8];
+        x.read(va, &mut b[..4 * n])?;
+        let old = u64::from_le_bytes(b);
+        let val = |k: usize| -> u64 {
+            let lo = u64::from(w.v[data + k * n][lane]);
+            if n == 2 {
+                lo | u64::from(w.v[data + k * n + 1][lane]) << 32
+            } else {
+                lo
+            }
+        };
+        let (s, bits) = (val(0), 32 * n as u32);
+        let mask = if n == 2 { u64::MAX } else { u64::from(u32::MAX) };
+        let signed = |v: u64| -> i64 { ((v << (64 - bits)) as i64) >> (64 - bits) };
+        let new = match op {
+            64 => s,
+            65 => {
+                if old == val(1) {
+                    s
+                } else {
+                    old
+                }
+            }
+            66 => old.wrapping_add(s),
+            67 => old.wrapping_sub(s),
+            68 => signed(old).min(signed(s)) as u64,
+            69 => old.min(s),
+            70 => signed(old).max(signed(s)) as u64,
+            71 => old.max(s),
+            72 => old & s,
+            73 => old | s,
+            74 => old ^ s,
+            // inc / dec wrap at the operand: (old >= s) ? 0 : old + 1; (old == 0 || old > s) ? s : old - 1.
+            75 => {
+                if old >= s {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            _ => {
+                if old == 0 || old > s {
+                    s
+                } else {
+                    old - 1
+                }
+            }
+        } & mask;
+        x.write(va, &new.to_le_bytes()[..4 * n])?;
+        if let Some(r) = ret {
+            w.v[r][lane] = old as u32;
+            if n == 2 {
+                w.v[r + 1][lane] = (old >> 32) as u32;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// LDS accesses: the address is the lane's VGPR plus the offset; bytes outside the
+/// workgroup's allocation read as 0 and writes to them are dropped (gfx9's range check).
+fn ds(w: &mut Wave, lds: &mut [u8], i: &Inst) -> Result<(), Stop> {
+    let exec = w.exec();
+    let a = usize::from(i.src[0] - 256);
+    if a >= w.v.len() {
+        return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+    }
+    let op = i.op;
+    let sig = i.sig;
+    let d0 = if sig[2] != 0 { vdst(w, i.data, sig[2])? } else { 0 };
+    let d1 = if sig[3] != 0 { vdst(w, i.data1, sig[3])? } else { 0 };
+    let dst = if sig[0] != 0 { vdst(w, i.dst, sig[0])? } else { 0 };
+    let rd = |lds: &[u8], at: u64, n: usize| -> u32 {
+        let mut b = [0u8; 4];
+        for (k, x) in b.iter_mut().enumerate().take(n) {
+            *x = usize::try_from(at + k as u64).ok().and_then(|p| lds.get(p)).copied().unwrap_or(0);
+        }
+        u32::from_le_bytes(b)
+    };
+    let wr = |lds: &mut [u8], at: u64, n: usize, v: u32| {
+        for (k, x) in v.to_le_bytes().iter().enumerate().take(n) {
+            if let Some(p) = usize::try_from(at + k as u64).ok().and_then(|p| lds.get_mut(p)) {
+                *p = *x;
+            }
+        }
+    };
+    let two = gfx9::ds_two(op);
+    let (o0, o1) = (u64::from(i.imm as u32 & 0xff), u64::from(i.imm as u32 >> 8));
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let base = u64::from(w.v[a][lane]);
+        if two {
+            // Two addresses: offsets in elements (4 or 8 bytes), times 64 for the st64 forms.
+            let (elem, dw) = if op >= 77 { (8u64, 2usize) } else { (4, 1) };
+            let scale = if matches!(op, 15 | 56 | 79 | 120) { elem * 64 } else { elem };
+            let at = [base + o0 * scale, base + o1 * scale];
+            let reading = sig[0] != 0;
+            for (h, &at) in at.iter().enumerate() {
+                for k in 0..dw {
+                    let p = at + 4 * k as u64;
+                    if reading {
+                        w.v[dst + h * dw + k][lane] = rd(lds, p, 4);
+                    } else {
+                        let v = w.v[if h == 0 { d0 } else { d1 } + k][lane];
+                        wr(lds, p, 4, v);
+                    }
+                }
+            }
+            continue;
+        }
+        let at = base + i.imm as u64;
+        match op {
+            13 | 77 => {
+                for k in 0..usize::from(sig[2]) {
+                    wr(lds, at + 4 * k as u64, 4, w.v[d0 + k][lane]);
+                }
+            }
+            30 => wr(lds, at, 1, w.v[d0][lane]),
+            31 => wr(lds, at, 2, w.v[d0][lane]),
+            54 | 118 => {
+                for k in 0..usize::from(sig[0]) {
+                    w.v[dst + k][lane] = rd(lds, at + 4 * k as u64, 4);
+                }
+            }
+            57 => w.v[dst][lane] = rd(lds, at, 1) as u8 as i8 as i32 as u32,
+            58 => w.v[dst][lane] = rd(lds, at, 1),
+            59 => w.v[dst][lane] = rd(lds, at, 2) as u16 as i16 as i32 as u32,
+            60 => w.v[dst][lane] = rd(lds, at, 2),
+            _ => {
+                // 32-bit atomics (op & 31): the old value returns for the _rtn forms (op >= 32).
+                let old = rd(lds, at, 4);
+                let s = w.v[d0][lane];
+                let new = match op & 31 {
+                    0 => old.wrapping_add(s),
+                    1 => old.wrapping_sub(s),
+                    2 => s.wrapping_sub(old),
+                    3 => {
+                        if old >= s {
+                            0
+                        } else {
+                            old + 1
+                        }
+                    }
+                    4 => {
+                        if old == 0 || old > s {
+                            s
+                        } else {
+                            old - 1
+                        }
+                    }
+                    5 => (old as i32).min(s as i32) as u32,
+                    6 => (old as i32).max(s as i32) as u32,
+                    7 => old.min(s),
+                    8 => old.max(s),
+                    9 => old & s,
+                    10 => old | s,
+                    11 => old ^ s,
+                    13 => s,
+                    // cmpst: data0 is compared, data1 stored.
+                    16 => {
+                        if old == s {
+                            w.v[d1][lane]
+                        } else {
+                            old
+                        }
+                    }
+                    _ => return Err(Stop::Illegal("unsupported DS")),
+                };
+                wr(lds, at, 4, new);
+                if op >= 32 {
+                    w.v[dst][lane] = old;
+                }
             }
         }
     }

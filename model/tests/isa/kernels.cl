@@ -18,3 +18,56 @@ __kernel void ids(__global uint *d, uint width) {
   uint y = __builtin_amdgcn_workgroup_id_y() * 4 + __builtin_amdgcn_workitem_id_y();
   d[y * width + x] = (y << 16) | x;
 }
+// No device library: the barrier and the atomics from clang's builtins.
+static inline void wg_barrier(void) {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+#define RLX __ATOMIC_RELAXED
+// A sum through LDS: each workgroup of 256 folds its values with barriers, work-item 0 stores
+// the workgroup's sum; every work-item also adds 1 to a local counter with an LDS atomic.
+__kernel void reduce(__global const uint *in, __global uint *out, __global uint *counts) {
+  __local uint part[256];
+  __local uint count;
+  uint l = __builtin_amdgcn_workitem_id_x();
+  if (l == 0) count = 0;
+  part[l] = in[gid()];
+  wg_barrier();
+  for (uint s = 128; s > 0; s >>= 1) {
+    if (l < s) part[l] += part[l + s];
+    wg_barrier();
+  }
+  __atomic_fetch_add(&count, l, RLX);
+  wg_barrier();
+  if (l == 0) {
+    out[__builtin_amdgcn_workgroup_id_x()] = part[0];
+    counts[__builtin_amdgcn_workgroup_id_x()] = count;
+  }
+}
+// A histogram and counters with global atomics (with and without return).
+__kernel void histo(__global const uint *in, __global uint *bins, __global uint *ticket, __global uint *order, uint n) {
+  uint i = gid();
+  if (i >= n) return;
+  __atomic_fetch_add(&bins[in[i] & 15], 1u, RLX);
+  __atomic_fetch_max(&bins[16], in[i], RLX);
+  __atomic_fetch_min(&bins[17], in[i], RLX);
+  __atomic_fetch_or(&bins[18], in[i], RLX);
+  __atomic_fetch_xor(&bins[19], in[i], RLX);
+  __atomic_fetch_and(&bins[20], in[i] | 0xffff0000u, RLX);
+  __atomic_fetch_sub(&bins[21], 1u, RLX);
+  uint zero = 0;
+  __atomic_compare_exchange_n(&bins[22], &zero, i + 1, false, RLX, RLX);
+  __atomic_exchange_n(&bins[23], 5u, RLX);
+  order[i] = __atomic_fetch_add(ticket, 1u, RLX);
+}
+// LDS out of range: a[] holds 64 words; work-items write and read at a run-time offset.
+__kernel void lds_range(__global uint *out, uint woff, uint roff) {
+  __local uint a[64];
+  uint l = __builtin_amdgcn_workitem_id_x();
+  a[l] = l + 100;
+  wg_barrier();
+  a[l + woff] = l + 200;
+  wg_barrier();
+  out[l] = a[l + roff];
+}

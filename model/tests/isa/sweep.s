@@ -141,4 +141,78 @@ global_store_dwordx2 v0, v[2:3], s[0:1]
 global_store_dwordx3 v[0:1], v[2:4], off
 global_store_dwordx4 v[0:1], v[2:5], off offset:64
 v_lshl_or_b32 v3, v0, 16, v2
+s_bcnt1_i32_b64 s0, s[0:1]
+s_ff1_i32_b64 s7, s[0:1]
+s_cmp_eq_u64 s[0:1], 0
+s_cmp_lg_u64 s[0:1], s[2:3]
+v_readlane_b32 s9, v0, s7
+v_mbcnt_lo_u32_b32 v0, exec_lo, 0
+v_mbcnt_hi_u32_b32 v0, exec_hi, v0
+ds_add_u32 v0, v1 offset:1024
+ds_sub_u32 v0, v1
+ds_rsub_u32 v0, v1
+ds_inc_u32 v0, v1
+ds_dec_u32 v0, v1
+ds_min_i32 v0, v1
+ds_max_i32 v0, v1
+ds_min_u32 v0, v1
+ds_max_u32 v0, v1
+ds_and_b32 v0, v1
+ds_or_b32 v0, v1
+ds_xor_b32 v0, v1 offset:8
+ds_write_b32 v1, v2
+ds_write2_b32 v1, v2, v3 offset0:1 offset1:2
+ds_write2st64_b32 v1, v2, v3 offset1:4
+ds_cmpst_b32 v1, v2, v3
+ds_write_b8 v1, v2 offset:3
+ds_write_b16 v1, v2
+ds_add_rtn_u32 v0, v1, v2
+ds_sub_rtn_u32 v0, v1, v2
+ds_rsub_rtn_u32 v0, v1, v2
+ds_inc_rtn_u32 v0, v1, v2
+ds_dec_rtn_u32 v0, v1, v2
+ds_min_rtn_i32 v0, v1, v2
+ds_max_rtn_i32 v0, v1, v2
+ds_min_rtn_u32 v0, v1, v2
+ds_max_rtn_u32 v0, v1, v2
+ds_and_rtn_b32 v0, v1, v2
+ds_or_rtn_b32 v0, v1, v2
+ds_xor_rtn_b32 v0, v1, v2
+ds_wrxchg_rtn_b32 v0, v1, v2 offset:16
+ds_cmpst_rtn_b32 v0, v1, v2, v3
+ds_read_b32 v2, v2 offset:4
+ds_read2_b32 v[2:3], v1 offset1:16
+ds_read2st64_b32 v[2:3], v1 offset0:1 offset1:2
+ds_read_i8 v0, v1
+ds_read_u8 v0, v1 offset:1
+ds_read_i16 v0, v1
+ds_read_u16 v0, v1 offset:2
+ds_write_b64 v1, v[2:3] offset:8
+ds_write2_b64 v1, v[2:3], v[4:5] offset1:1
+ds_write2st64_b64 v1, v[2:3], v[4:5] offset0:1 offset1:3
+ds_read_b64 v[2:3], v1
+ds_read2_b64 v[2:5], v1 offset1:1
+ds_read2st64_b64 v[2:5], v1 offset0:2 offset1:3
+global_atomic_add v3, v6, s[10:11]
+global_atomic_add v4, v3, v4, s[12:13] glc
+global_atomic_swap v3, v2, s[10:11] offset:92
+global_atomic_cmpswap v3, v[2:3], s[10:11] offset:88
+global_atomic_cmpswap v6, v3, v[6:7], s[10:11] offset:64 glc
+global_atomic_sub v[0:1], v4, off
+global_atomic_smin v3, v4, s[10:11]
+global_atomic_umin v3, v4, s[10:11]
+global_atomic_smax v3, v4, s[10:11]
+global_atomic_umax v0, v3, v4, s[10:11] glc
+global_atomic_and v3, v4, s[10:11] offset:80
+global_atomic_or v3, v6, s[10:11] offset:72
+global_atomic_xor v3, v6, s[10:11] offset:76
+global_atomic_inc v0, v3, v4, s[10:11] glc
+global_atomic_dec v3, v4, s[10:11]
+global_atomic_add_x2 v3, v[4:5], s[10:11]
+global_atomic_cmpswap_x2 v[0:1], v3, v[4:7], s[10:11] glc
+global_atomic_swap_x2 v[0:1], v[4:5], off
+flat_atomic_add v[0:1], v2
+flat_atomic_add v3, v[0:1], v2 glc
+flat_atomic_cmpswap v3, v[0:1], v[4:5] glc
+flat_atomic_umax_x2 v[0:1], v[2:3]
 s_endpgm
