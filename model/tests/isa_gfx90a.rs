@@ -319,3 +319,21 @@ fn lds_out_of_range_reads_zero_and_drops_writes() {
         assert_eq!(v, want, "out[{l}]");
     }
 }
+
+#[test]
+fn a_kernel_using_scratch_for_a_private_array_matches_the_cpu() {
+    let f = setup();
+    let n = 1000u32;
+    let (input, out) = (DATA, DATA + 0x10_0000);
+    let v: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761).rotate_left(7)).collect();
+    f.m.gpu_write(f.g, input, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    // Workgroups of 256 (four waves, each with its own part of the scratch) and a partial one.
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("priv"), n, 256), &args(&[input, out, u64::from(n)]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, n as usize);
+    for (i, &x) in v.iter().enumerate() {
+        let a: Vec<u32> = (0..48u32).map(|k| x.wrapping_mul(k + 1).wrapping_add(k)).collect();
+        let want = (0..48u32).fold(0u32, |s, k| s.wrapping_add(a[(k.wrapping_mul(7).wrapping_add(x) % 48) as usize] ^ k));
+        assert_eq!(got[i], want, "out[{i}]");
+    }
+}

@@ -23,6 +23,7 @@ pub enum Enc {
     Vop3,
     Flat,
     Ds,
+    Mubuf,
 }
 
 /// Operand widths in dwords: destination, then up to three sources (0: none).
@@ -188,6 +189,7 @@ const VOP3: &[Row] = &[
     (0x1c8, "v_bfe_u32", [1, 1, 1, 1]),
     (0x1cb, "v_fma_f32", [1, 1, 1, 1]),
     (0x1e8, "v_mad_u64_u32", [2, 1, 1, 2]),
+    (0x1f3, "v_xad_u32", [1, 1, 1, 1]),
     (0x1fd, "v_lshl_add_u32", [1, 1, 1, 1]),
     (0x1ff, "v_add3_u32", [1, 1, 1, 1]),
     (0x200, "v_lshl_or_b32", [1, 1, 1, 1]),
@@ -260,6 +262,24 @@ const DS: &[Row] = &[
     (118, "ds_read_b64", [2, 1, 0, 0]),
     (119, "ds_read2_b64", [4, 1, 0, 0]),
     (120, "ds_read2st64_b64", [4, 1, 0, 0]),
+];
+
+/// MUBUF (buffer) loads and stores: (opcode, mnemonic, bytes per lane, is store).
+pub const MUBUF: &[(u16, &str, u8, bool)] = &[
+    (16, "buffer_load_ubyte", 1, false),
+    (17, "buffer_load_sbyte", 1, false),
+    (18, "buffer_load_ushort", 2, false),
+    (19, "buffer_load_sshort", 2, false),
+    (20, "buffer_load_dword", 4, false),
+    (21, "buffer_load_dwordx2", 8, false),
+    (22, "buffer_load_dwordx3", 12, false),
+    (23, "buffer_load_dwordx4", 16, false),
+    (24, "buffer_store_byte", 1, true),
+    (26, "buffer_store_short", 2, true),
+    (28, "buffer_store_dword", 4, true),
+    (29, "buffer_store_dwordx2", 8, true),
+    (30, "buffer_store_dwordx3", 12, true),
+    (31, "buffer_store_dwordx4", 16, true),
 ];
 
 /// FLAT / GLOBAL atomics: (opcode, flat name, global name, dwords of the memory operand).
@@ -338,6 +358,9 @@ pub struct Inst {
     pub atomic: bool,
     /// DS: the second data VGPR (`data` is the first; `imm` holds offset0 | offset1 << 8).
     pub data1: u16,
+    /// MUBUF: the VGPR address holds an offset / an index (both: index, then offset).
+    pub offen: bool,
+    pub idxen: bool,
 }
 
 fn find(t: &[Row], op: u32) -> Option<&Row> {
@@ -369,6 +392,8 @@ fn blank(enc: Enc, row: &Row) -> Inst {
         store: false,
         atomic: false,
         data1: 0,
+        offen: false,
+        idxen: false,
     }
 }
 
@@ -542,6 +567,29 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         if e & (1 << 23) != 0 || d & (1 << 13) != 0 {
             return None;
         }
+        return Some(i);
+    }
+    if d >> 26 == 0b111000 {
+        let e = second?;
+        // LDS-direct loads and AGPR data / tfe: not modelled.
+        if d & (1 << 16) != 0 || e & (1 << 23) != 0 {
+            return None;
+        }
+        let &(op, name, bytes, store) = MUBUF.iter().find(|m| u32::from(m.0) == (d >> 18) & 0x7f)?;
+        let mut i = blank(Enc::Mubuf, &(op, name, [0; 4]));
+        i.len = 8;
+        i.imm = (d & 0xfff) as i32;
+        i.offen = d & (1 << 12) != 0;
+        i.idxen = d & (1 << 13) != 0;
+        i.glc = d & (1 << 14) != 0;
+        i.slc = d & (1 << 17) != 0;
+        i.src[0] = 256 + (e & 0xff) as u16;
+        i.data = ((e >> 8) & 0xff) as u16;
+        i.dst = i.data;
+        i.saddr = (((e >> 16) & 0x1f) * 4) as u16;
+        i.src[1] = (e >> 24) as u16;
+        i.dwords = bytes.div_ceil(4);
+        i.store = store;
         return Some(i);
     }
     if d >> 26 == 0b110110 {
@@ -742,6 +790,36 @@ impl fmt::Display for Inst {
                     }
                 } else if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
+                }
+                Ok(())
+            }
+            Enc::Mubuf => {
+                let vaddr = match (self.idxen, self.offen) {
+                    (false, false) => "off".to_string(),
+                    (true, true) => Opnd(self.src[0], 2, 0).to_string(),
+                    _ => Opnd(self.src[0], 1, 0).to_string(),
+                };
+                write!(
+                    f,
+                    "{n} {}, {vaddr}, {}, {}",
+                    Opnd(256 + self.data, self.dwords, 0),
+                    Opnd(self.saddr, 4, 0),
+                    Opnd(self.src[1], 1, 0)
+                )?;
+                if self.idxen {
+                    f.write_str(" idxen")?;
+                }
+                if self.offen {
+                    f.write_str(" offen")?;
+                }
+                if self.imm != 0 {
+                    write!(f, " offset:{}", self.imm)?;
+                }
+                if self.glc {
+                    f.write_str(" glc")?;
+                }
+                if self.slc {
+                    f.write_str(" slc")?;
                 }
                 Ok(())
             }

@@ -21,6 +21,11 @@ const LANES: usize = 64;
 pub const SLICE: u32 = 4096;
 /// LDS a workgroup may have on gfx90a (64 KiB).
 pub const MAX_LDS: u32 = 64 << 10;
+/// Base address of the private segment V# the model hands to waves: buffer accesses through
+/// a V# whose base lies at or above it go to the workgroup's scratch (not the page table).
+pub const PRIVATE_BASE: u64 = 0x8000_0000_0000;
+/// Most bytes of private memory one work-item may have (the dispatch is refused past it).
+pub const MAX_PRIVATE: u32 = 64 << 10;
 /// amd_queue_t.read_dispatch_id's offset (the queue pointer is found from the read pointer).
 const AMDQ_READ_DISPATCH_ID: u64 = 128;
 
@@ -95,6 +100,15 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
         return refuse("group segment larger than the 64 KiB of LDS a gfx90a workgroup has");
     }
     let mut lds = vec![0u8; lds_size as usize];
+    // Scratch: one region for the workgroup in flight (the model runs one at a time), each
+    // wave's 64 lanes swizzled dword by dword as the private segment V# describes.
+    let lane_bytes = k.private_segment_size.max(d.private_segment_fixed_size).next_multiple_of(4);
+    if lane_bytes > MAX_PRIVATE {
+        return refuse("private segment larger than the model's 64 KiB per work-item");
+    }
+    let wg_items = (wg[0] * wg[1] * wg[2]) as usize;
+    let wave_bytes = lane_bytes as usize * LANES;
+    let mut scratch = vec![0u8; wave_bytes * wg_items.div_ceil(LANES)];
     let mut cache: HashMap<u64, Inst> = HashMap::new();
     let mut budget = MAX_WAVE_INSTRUCTIONS;
     let mut pool: Vec<Wave> = Vec::new();
@@ -111,10 +125,11 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
                     pool.push(Wave { s: [0; 128], scc: false, v, pc: entry, waves: 1, ended: false, at_barrier: false });
                 }
                 for (wave_no, w) in pool.iter_mut().take(waves as usize).enumerate() {
-                    launch(x, d, l, w, entry, gid, size, wave_no as u32, waves);
+                    launch(x, d, l, w, entry, gid, size, wave_no as u32, waves, (wave_no * wave_bytes) as u32);
                 }
                 lds.fill(0);
-                let r = workgroup(x, &mut pool[..waves as usize], &mut lds, &mut cache, &mut budget);
+                let mut mem = Local { lds: &mut lds, scratch: &mut scratch };
+                let r = workgroup(x, &mut pool[..waves as usize], &mut mem, &mut cache, &mut budget);
                 match r {
                     Ok(()) => {}
                     Err(Stop::Halt(h)) => return Err(h),
@@ -132,7 +147,7 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
 /// Run one workgroup's waves to their ends, round robin: a wave runs until it ends, reaches
 /// `s_barrier` or used its slice. When every wave that has not ended waits at the barrier,
 /// the barrier opens (ended waves no longer count, as on the hardware).
-fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut [u8], cache: &mut HashMap<u64, Inst>, budget: &mut u64) -> Result<(), Stop> {
+fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut HashMap<u64, Inst>, budget: &mut u64) -> Result<(), Stop> {
     let slice = if waves.len() == 1 { u32::MAX } else { SLICE };
     loop {
         let mut live = 0;
@@ -175,6 +190,7 @@ fn launch(
     size: [u32; 3],
     wave_no: u32,
     waves: u32,
+    scratch_offset: u32,
 ) {
     w.s = [0; 128];
     w.scc = false;
@@ -189,10 +205,12 @@ fn launch(
     };
     let p = d.properties;
     if p & props::PRIVATE_SEGMENT_BUFFER != 0 {
-        // No scratch yet: a null buffer resource (any buffer access is an illegal instruction).
-        for _ in 0..4 {
-            put(&mut w.s, 0);
-        }
+        // The private segment V#: base PRIVATE_BASE, swizzled, 4-byte elements, index
+        // stride 64, the lane id added to the index (the wave offset comes in its SGPR).
+        put(&mut w.s, PRIVATE_BASE as u32);
+        put(&mut w.s, (PRIVATE_BASE >> 32) as u32 | 1 << 30);
+        put(&mut w.s, u32::MAX);
+        put(&mut w.s, V_ADD_TID | 3 << 21 | 1 << 19);
     }
     let pair = |s: &mut [u32; 128], put: &mut dyn FnMut(&mut [u32; 128], u32), v: u64| {
         put(s, v as u32);
@@ -229,7 +247,7 @@ fn launch(
         n += 1;
     }
     if d.private_segment_enabled() {
-        w.s[n] = 0;
+        w.s[n] = scratch_offset;
     }
     let items = size[0] * size[1] * size[2];
     let mut exec = 0u64;
@@ -267,7 +285,23 @@ fn fetch(x: &Exec<'_>, cache: &mut HashMap<u64, Inst>, pc: u64) -> Result<Inst, 
     Ok(i)
 }
 
-fn run(x: &Exec<'_>, w: &mut Wave, lds: &mut [u8], cache: &mut HashMap<u64, Inst>, budget: &mut u64, slice: u32) -> Result<Yield, Stop> {
+/// A workgroup's own memories: its LDS and its waves' scratch.
+struct Local<'a> {
+    lds: &'a mut [u8],
+    scratch: &'a mut [u8],
+}
+
+/// V# dword 3: ADD_TID_ENABLE.
+const V_ADD_TID: u32 = 1 << 23;
+
+fn run(
+    x: &Exec<'_>,
+    w: &mut Wave,
+    mem: &mut Local<'_>,
+    cache: &mut HashMap<u64, Inst>,
+    budget: &mut u64,
+    slice: u32,
+) -> Result<Yield, Stop> {
     for _ in 0..slice {
         if *budget == 0 {
             return Ok(Yield::End);
@@ -313,7 +347,8 @@ fn run(x: &Exec<'_>, w: &mut Wave, lds: &mut [u8], cache: &mut HashMap<u64, Inst
             Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => vector(w, &i)?,
             Enc::Flat if i.atomic => atomic(x, w, &i)?,
             Enc::Flat => memory(x, w, &i)?,
-            Enc::Ds => ds(w, lds, &i)?,
+            Enc::Ds => ds(w, mem.lds, &i)?,
+            Enc::Mubuf => buffer(w, mem.scratch, &i)?,
         }
     }
     Ok(Yield::Slice)
@@ -737,6 +772,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                         cout |= u64::from(p >> 64 != 0) << lane;
                         p as u64
                     }
+                    0x1f3 => u64::from((a ^ b).wrapping_add(c)),
                     0x1fd => u64::from((a << (b & 31)).wrapping_add(c)),
                     0x1ff => u64::from(a.wrapping_add(b).wrapping_add(c)),
                     0x200 => u64::from((a << (b & 31)) | c),
@@ -1031,3 +1067,78 @@ fn ds(w: &mut Wave, lds: &mut [u8], i: &Inst) -> Result<(), Stop> {
     }
     Ok(())
 }
+
+/// MUBUF loads and stores through the private segment V# (swizzled: dword `k` of lane `l`'s
+/// element at `(offset / 4) * 4 * index_stride + index * 4`). Bytes outside the scratch region
+/// read 0 and writes to them are dropped. Other buffer resources are not modelled yet.
+fn buffer(w: &mut Wave, scratch: &mut [u8], i: &Inst) -> Result<(), Stop> {
+    let exec = w.exec();
+    let r = usize::from(i.saddr);
+    if r + 4 > 102 {
+        return Err(Stop::Illegal("buffer resource beyond the SGPRs"));
+    }
+    let v = [w.s[r], w.s[r + 1], w.s[r + 2], w.s[r + 3]];
+    let base = u64::from(v[0]) | u64::from(v[1] & 0xffff) << 32;
+    let stride = u64::from((v[1] >> 16) & 0x3fff);
+    let swizzle = v[1] & (1 << 30) != 0;
+    let add_tid = v[3] & V_ADD_TID != 0;
+    let elem = 2u64 << ((v[3] >> 19) & 3);
+    let index_stride = 8u64 << ((v[3] >> 21) & 3);
+    if base < PRIVATE_BASE || !swizzle {
+        return Err(Stop::Illegal("buffer resources other than the private segment are not modelled yet"));
+    }
+    let soffset = u64::from(sval(w, i.src[1], 0)?);
+    let a = usize::from(i.src[0] - 256);
+    let nv = usize::from(i.idxen) + usize::from(i.offen);
+    if a + nv > w.v.len() {
+        return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+    }
+    let reg = vdst(w, i.data, i.dwords)?;
+    let bytes = MUBUF_BYTES[usize::from(i.op & 15)];
+    let signed = matches!(i.op, 17 | 19);
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let vi = if i.idxen { u64::from(w.v[a][lane]) } else { 0 };
+        let vo = if i.offen { u64::from(w.v[a + usize::from(i.idxen)][lane]) } else { 0 };
+        let index = vi + if add_tid { lane as u64 } else { 0 };
+        let offset = i.imm as u64 + vo;
+        // Each byte's address (an element is contiguous; consecutive elements are
+        // index_stride elements apart).
+        let at = |b: u64| -> Option<usize> {
+            let o = offset + b;
+            let va = base
+                + soffset
+                + ((index / index_stride) * stride + (o / elem) * elem) * index_stride
+                + (index % index_stride) * elem
+                + o % elem;
+            usize::try_from(va - PRIVATE_BASE).ok()
+        };
+        for b in 0..bytes {
+            let (k, sh) = (b / 4, 8 * (b % 4));
+            if i.store {
+                let byte = (w.v[reg + k][lane] >> sh) as u8;
+                if let Some(p) = at(b as u64).and_then(|p| scratch.get_mut(p)) {
+                    *p = byte;
+                }
+            } else {
+                let byte = at(b as u64).and_then(|p| scratch.get(p)).copied().unwrap_or(0);
+                let r = &mut w.v[reg + k][lane];
+                if sh == 0 {
+                    *r = 0;
+                }
+                *r |= u32::from(byte) << sh;
+            }
+        }
+        if !i.store && bytes < 4 {
+            let r = &mut w.v[reg][lane];
+            *r = match (bytes, signed) {
+                (1, true) => *r as u8 as i8 as i32 as u32,
+                (2, true) => *r as u16 as i16 as i32 as u32,
+                _ => *r,
+            };
+        }
+    }
+    Ok(())
+}
+
+/// Bytes per lane of MUBUF opcodes 16..=31 (by `op & 15`).
+const MUBUF_BYTES: [usize; 16] = [1, 1, 2, 2, 4, 8, 12, 16, 1, 1, 2, 2, 4, 8, 12, 16];

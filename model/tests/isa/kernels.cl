@@ -71,3 +71,15 @@ __kernel void lds_range(__global uint *out, uint woff, uint roff) {
   wg_barrier();
   out[l] = a[l + roff];
 }
+// A private array indexed at run time: clang keeps it in scratch (buffer_store/load through
+// the private segment V#).
+__kernel void priv(__global const uint *in, __global uint *out, uint n) {
+  uint a[48];
+  uint i = gid();
+  if (i >= n) return;
+  uint x = in[i];
+  for (uint k = 0; k < 48; k++) a[k] = x * (k + 1) + k;
+  uint s = 0;
+  for (uint k = 0; k < 48; k++) s += a[(k * 7 + x) % 48] ^ k;
+  out[i] = s;
+}

@@ -124,6 +124,7 @@ v_fma_f32 v0, v1, v2, v3
 v_mad_u64_u32 v[0:1], s[0:1], v0, v1, v[2:3]
 v_lshl_add_u32 v0, v1, 2, v3
 v_add3_u32 v0, v1, v2, v3
+v_xad_u32 v2, v13, 1, v12
 v_mul_lo_u32 v0, v1, v2
 v_mul_hi_u32 v0, v1, v2
 v_lshlrev_b64 v[0:1], 2, v[0:1]
@@ -215,4 +216,20 @@ flat_atomic_add v[0:1], v2
 flat_atomic_add v3, v[0:1], v2 glc
 flat_atomic_cmpswap v3, v[0:1], v[4:5] glc
 flat_atomic_umax_x2 v[0:1], v[2:3]
+buffer_load_dword v1, v0, s[0:3], 0 offen offset:4
+buffer_load_dword v1, v0, s[0:3], s4 idxen
+buffer_load_dword v1, v[0:1], s[0:3], 0 idxen offen
+buffer_load_ubyte v1, off, s[0:3], s11
+buffer_load_sbyte v1, v0, s[0:3], 0 offen
+buffer_load_ushort v1, off, s[0:3], 0 slc
+buffer_load_sshort v1, off, s[0:3], 0
+buffer_load_dwordx2 v[2:3], v0, s[0:3], 0 offen offset:8
+buffer_load_dwordx3 v[2:4], off, s[0:3], 0
+buffer_load_dwordx4 v[2:5], off, s[0:3], 0 offset:16 glc
+buffer_store_byte v1, off, s[4:7], s11 offset:4095 glc
+buffer_store_short v1, v0, s[0:3], 0 offen
+buffer_store_dword v48, off, s[0:3], 0 offset:4
+buffer_store_dwordx2 v[2:3], v0, s[0:3], 0 offen
+buffer_store_dwordx3 v[2:4], off, s[0:3], 0
+buffer_store_dwordx4 v[2:5], v0, s[0:3], 0 offen offset:32
 s_endpgm
