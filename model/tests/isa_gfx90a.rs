@@ -337,3 +337,75 @@ fn a_kernel_using_scratch_for_a_private_array_matches_the_cpu() {
         assert_eq!(got[i], want, "out[{i}]");
     }
 }
+
+/// A half's value (the test's own decoding, from the IEEE 754 binary16 layout).
+fn half_value(h: u16) -> f64 {
+    let (e, m) = (i32::from(h >> 10 & 0x1f), f64::from(h & 0x3ff));
+    let mag = if e == 0 { m * 2f64.powi(-24) } else { (1024.0 + m) * 2f64.powi(e - 25) };
+    if h & 0x8000 != 0 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+/// The half nearest to `x` (ties to the even significand; finite inputs well inside the range).
+fn nearest_half(x: f64) -> u16 {
+    let sign = if x < 0.0 { 0x8000 } else { 0 };
+    let a = x.abs();
+    // Non-negative halves are ordered like their bit patterns: the last one not above |x|.
+    let (mut lo, mut hi) = (0u16, 0x7bff);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if half_value(mid) <= a {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let (below, above) = (half_value(lo), half_value(lo + 1));
+    let pick = if a - below < above - a || (a - below == above - a && lo & 1 == 0) { lo } else { lo + 1 };
+    sign | pick
+}
+
+#[test]
+fn sixty_four_bit_and_f16_arithmetic_match_the_cpu() {
+    let f = setup();
+    let n = 256usize;
+    let (a, l, out, lo, h, hf) = (DATA, DATA + 0x10000, DATA + 0x20000, DATA + 0x30000, DATA + 0x40000, DATA + 0x50000);
+    let av: Vec<f64> = (0..=n).map(|i| (i as f64 - 100.5) * 1.337e3 + (i % 7) as f64 * 0.001).collect();
+    let lv: Vec<i64> = (0..n as i64).map(|i| (i - 128).wrapping_mul(0x1234_5678_9abc) ^ (i << 40)).collect();
+    // Halves between 2^-5 and 2^5 of both signs.
+    let hv: Vec<u16> =
+        (0..2 * n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 7) & 0x83ff) as u16 | ((10 + i % 11) as u16) << 10).collect();
+    let bytes = |v: &[u8]| v.to_vec();
+    f.m.gpu_write(f.g, a, &bytes(&av.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>())).unwrap();
+    f.m.gpu_write(f.g, l, &lv.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, h, &hv.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("wide"), n as u32, 64), &args(&[a, l, out, lo, h, hf]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let (o, lw, hw, hfw) = (f.words(out, 6 * n), f.words(lo, 4 * n), f.words(h, n), f.words(hf, n));
+    let u64_at = |v: &[u32], k: usize| u64::from(v[2 * k]) | u64::from(v[2 * k + 1]) << 32;
+    for i in 0..n {
+        let (x, y) = (av[i], av[i + 1]);
+        let r = x.mul_add(y, x * 1.5) + (y - x);
+        let r = if r < 0.0 { r.max(x) } else { r.min(y * 4.0) };
+        assert_eq!(f64::from_bits(u64_at(&o, 3 * i)), r, "out[{}]", 3 * i);
+        let w1 = f64::from(x as f32) + f64::from((y * 3.0) as i32) + f64::from(i as u32);
+        assert_eq!(f64::from_bits(u64_at(&o, 3 * i + 1)), w1, "out[{}]", 3 * i + 1);
+        assert_eq!(f64::from_bits(u64_at(&o, 3 * i + 2)), lv[i] as f64, "out[{}]", 3 * i + 2);
+        let want = lv[i].wrapping_mul(3).wrapping_add(lv[i] >> 3).wrapping_sub(x as i64);
+        assert_eq!(u64_at(&lw, 2 * i) as i64, want, "lo[{}]", 2 * i);
+        assert_eq!(u64_at(&lw, 2 * i + 1) as i64, lv[i] ^ i as i64, "lo[{}]", 2 * i + 1);
+        let (pv, qv) = (half_value(hv[2 * i]), half_value(hv[2 * i + 1]));
+        // p * q + 0.5 is contracted into one fma (as clang's OpenCL default does); each
+        // expression below is exact in f64 before its one rounding to half.
+        let s1 = half_value(nearest_half(pv * qv + 0.5));
+        let s2 = half_value(nearest_half(pv * qv + qv));
+        let s = nearest_half(s1 - s2);
+        let want = if half_value(s) > pv { s } else { hv[2 * i] };
+        assert_eq!(hw[i] & 0xffff, u32::from(want), "h[{}]: p {pv} q {qv}", 2 * i);
+        let sum = half_value(nearest_half(pv + qv)) as f32;
+        assert_eq!(f32::from_bits(hfw[i]), sum, "hf[{i}]");
+    }
+}

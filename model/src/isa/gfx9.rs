@@ -75,6 +75,7 @@ const SOP1: &[Row] = &[
     (32, "s_and_saveexec_b64", [2, 2, 0, 0]),
     (33, "s_or_saveexec_b64", [2, 2, 0, 0]),
     (34, "s_xor_saveexec_b64", [2, 2, 0, 0]),
+    (35, "s_andn2_saveexec_b64", [2, 2, 0, 0]),
 ];
 
 const SOPC: &[Row] = &[
@@ -121,6 +122,8 @@ const VOP2: &[Row] = &[
     (1, "v_add_f32", [1, 1, 1, 0]),
     (2, "v_sub_f32", [1, 1, 1, 0]),
     (3, "v_subrev_f32", [1, 1, 1, 0]),
+    // gfx90a: v_fmac_f64 where gfx9 had v_mul_legacy_f32.
+    (4, "v_fmac_f64", [2, 2, 2, 0]),
     (5, "v_mul_f32", [1, 1, 1, 0]),
     (8, "v_mul_u32_u24", [1, 1, 1, 0]),
     (10, "v_min_f32", [1, 1, 1, 0]),
@@ -142,6 +145,12 @@ const VOP2: &[Row] = &[
     (28, "v_addc_co_u32", [1, 1, 1, 2]),
     (29, "v_subb_co_u32", [1, 1, 1, 2]),
     (30, "v_subbrev_co_u32", [1, 1, 1, 2]),
+    (31, "v_add_f16", [1, 1, 1, 0]),
+    (32, "v_sub_f16", [1, 1, 1, 0]),
+    (33, "v_subrev_f16", [1, 1, 1, 0]),
+    (34, "v_mul_f16", [1, 1, 1, 0]),
+    (45, "v_max_f16", [1, 1, 1, 0]),
+    (46, "v_min_f16", [1, 1, 1, 0]),
     (52, "v_add_u32", [1, 1, 1, 0]),
     (53, "v_sub_u32", [1, 1, 1, 0]),
     (54, "v_subrev_u32", [1, 1, 1, 0]),
@@ -152,10 +161,22 @@ const VOP1: &[Row] = &[
     (0, "v_nop", [0; 4]),
     (1, "v_mov_b32", [1, 1, 0, 0]),
     (2, "v_readfirstlane_b32", [1, 1, 0, 0]),
+    (3, "v_cvt_i32_f64", [1, 2, 0, 0]),
+    (4, "v_cvt_f64_i32", [2, 1, 0, 0]),
     (5, "v_cvt_f32_i32", [1, 1, 0, 0]),
     (6, "v_cvt_f32_u32", [1, 1, 0, 0]),
     (7, "v_cvt_u32_f32", [1, 1, 0, 0]),
     (8, "v_cvt_i32_f32", [1, 1, 0, 0]),
+    (10, "v_cvt_f16_f32", [1, 1, 0, 0]),
+    (11, "v_cvt_f32_f16", [1, 1, 0, 0]),
+    (15, "v_cvt_f32_f64", [1, 2, 0, 0]),
+    (16, "v_cvt_f64_f32", [2, 1, 0, 0]),
+    (21, "v_cvt_u32_f64", [1, 2, 0, 0]),
+    (22, "v_cvt_f64_u32", [2, 1, 0, 0]),
+    (23, "v_trunc_f64", [2, 2, 0, 0]),
+    (24, "v_ceil_f64", [2, 2, 0, 0]),
+    (25, "v_rndne_f64", [2, 2, 0, 0]),
+    (26, "v_floor_f64", [2, 2, 0, 0]),
     (43, "v_not_b32", [1, 1, 0, 0]),
 ];
 
@@ -183,16 +204,64 @@ const VOPC_I32: [&str; 8] =
 const VOPC_U32: [&str; 8] =
     ["v_cmp_f_u32", "v_cmp_lt_u32", "v_cmp_eq_u32", "v_cmp_le_u32", "v_cmp_gt_u32", "v_cmp_ne_u32", "v_cmp_ge_u32", "v_cmp_t_u32"];
 
+const VOPC_F16: [&str; 16] = [
+    "v_cmp_f_f16",
+    "v_cmp_lt_f16",
+    "v_cmp_eq_f16",
+    "v_cmp_le_f16",
+    "v_cmp_gt_f16",
+    "v_cmp_lg_f16",
+    "v_cmp_ge_f16",
+    "v_cmp_o_f16",
+    "v_cmp_u_f16",
+    "v_cmp_nge_f16",
+    "v_cmp_nlg_f16",
+    "v_cmp_ngt_f16",
+    "v_cmp_nle_f16",
+    "v_cmp_neq_f16",
+    "v_cmp_nlt_f16",
+    "v_cmp_tru_f16",
+];
+const VOPC_F64: [&str; 16] = [
+    "v_cmp_f_f64",
+    "v_cmp_lt_f64",
+    "v_cmp_eq_f64",
+    "v_cmp_le_f64",
+    "v_cmp_gt_f64",
+    "v_cmp_lg_f64",
+    "v_cmp_ge_f64",
+    "v_cmp_o_f64",
+    "v_cmp_u_f64",
+    "v_cmp_nge_f64",
+    "v_cmp_nlg_f64",
+    "v_cmp_ngt_f64",
+    "v_cmp_nle_f64",
+    "v_cmp_neq_f64",
+    "v_cmp_nlt_f64",
+    "v_cmp_tru_f64",
+];
+const VOPC_I64: [&str; 8] =
+    ["v_cmp_f_i64", "v_cmp_lt_i64", "v_cmp_eq_i64", "v_cmp_le_i64", "v_cmp_gt_i64", "v_cmp_ne_i64", "v_cmp_ge_i64", "v_cmp_t_i64"];
+const VOPC_U64: [&str; 8] =
+    ["v_cmp_f_u64", "v_cmp_lt_u64", "v_cmp_eq_u64", "v_cmp_le_u64", "v_cmp_gt_u64", "v_cmp_ne_u64", "v_cmp_ge_u64", "v_cmp_t_u64"];
+
 /// VOP3-only opcodes (VOPC, VOP2 and VOP1 also have VOP3 forms at op, 0x100 + op, 0x140 + op).
 const VOP3: &[Row] = &[
     (0x1c3, "v_mad_u32_u24", [1, 1, 1, 1]),
     (0x1c8, "v_bfe_u32", [1, 1, 1, 1]),
     (0x1cb, "v_fma_f32", [1, 1, 1, 1]),
+    (0x1cc, "v_fma_f64", [2, 2, 2, 2]),
     (0x1e8, "v_mad_u64_u32", [2, 1, 1, 2]),
     (0x1f3, "v_xad_u32", [1, 1, 1, 1]),
     (0x1fd, "v_lshl_add_u32", [1, 1, 1, 1]),
     (0x1ff, "v_add3_u32", [1, 1, 1, 1]),
     (0x200, "v_lshl_or_b32", [1, 1, 1, 1]),
+    (0x206, "v_fma_f16", [1, 1, 1, 1]),
+    (0x280, "v_add_f64", [2, 2, 2, 0]),
+    (0x281, "v_mul_f64", [2, 2, 2, 0]),
+    (0x282, "v_min_f64", [2, 2, 2, 0]),
+    (0x283, "v_max_f64", [2, 2, 2, 0]),
+    (0x284, "v_ldexp_f64", [2, 2, 1, 0]),
     (0x285, "v_mul_lo_u32", [1, 1, 1, 0]),
     (0x286, "v_mul_hi_u32", [1, 1, 1, 0]),
     (0x289, "v_readlane_b32", [1, 1, 1, 0]),
@@ -200,10 +269,17 @@ const VOP3: &[Row] = &[
     (0x28d, "v_mbcnt_hi_u32_b32", [1, 1, 1, 0]),
     (0x28f, "v_lshlrev_b64", [2, 1, 2, 0]),
     (0x290, "v_lshrrev_b64", [2, 1, 2, 0]),
+    (0x291, "v_ashrrev_i64", [2, 1, 2, 0]),
 ];
 
 /// FLAT / GLOBAL memory opcodes: (opcode, suffix, dwords, is store).
 const FLAT: &[(u16, &str, u8, bool)] = &[
+    (16, "load_ubyte", 1, false),
+    (17, "load_sbyte", 1, false),
+    (18, "load_ushort", 1, false),
+    (19, "load_sshort", 1, false),
+    (24, "store_byte", 1, true),
+    (26, "store_short", 1, true),
     (20, "load_dword", 1, false),
     (21, "load_dwordx2", 2, false),
     (22, "load_dwordx3", 3, false),
@@ -400,10 +476,23 @@ fn blank(enc: Enc, row: &Row) -> Inst {
 /// A VOPC opcode's mnemonic.
 fn vopc_name(op: u32) -> Option<&'static str> {
     match op {
+        0x20..=0x2f => Some(VOPC_F16[(op - 0x20) as usize]),
         0x40..=0x4f => Some(VOPC_F32[(op - 0x40) as usize]),
+        0x60..=0x6f => Some(VOPC_F64[(op - 0x60) as usize]),
         0xc0..=0xc7 => Some(VOPC_I32[(op - 0xc0) as usize]),
         0xc8..=0xcf => Some(VOPC_U32[(op - 0xc8) as usize]),
+        0xe0..=0xe7 => Some(VOPC_I64[(op - 0xe0) as usize]),
+        0xe8..=0xef => Some(VOPC_U64[(op - 0xe8) as usize]),
         _ => None,
+    }
+}
+
+/// A VOPC opcode's operand widths (the mask, then the two sources).
+fn vopc_sig(op: u32) -> Sig {
+    if (0x60..0x70).contains(&op) || (0xe0..0xf0).contains(&op) {
+        [2, 2, 2, 0]
+    } else {
+        [2, 1, 1, 0]
     }
 }
 
@@ -487,7 +576,7 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
     if d >> 25 == 0x3e {
         let op = (d >> 17) & 0xff;
         let name = vopc_name(op)?;
-        let mut i = blank(Enc::Vopc, &(op as u16, name, [2, 1, 1, 0]));
+        let mut i = blank(Enc::Vopc, &(op as u16, name, vopc_sig(op)));
         i.dst = VCC;
         i.src = [(d & 0x1ff) as u16, 256 + ((d >> 9) & 0xff) as u16, 0];
         return with_literal(i);
@@ -504,7 +593,7 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         let op = (d >> 16) & 0x3ff;
         let mut i = if op < 0x100 {
             let name = vopc_name(op)?;
-            blank(Enc::Vop3, &(op as u16, name, [2, 1, 1, 0]))
+            blank(Enc::Vop3, &(op as u16, name, vopc_sig(op)))
         } else if (0x100..0x140).contains(&op) {
             blank(Enc::Vop3, find(VOP2, op - 0x100)?)
         } else if (0x140..0x1c0).contains(&op) {
@@ -618,6 +707,12 @@ pub fn ds_two(op: u16) -> bool {
 
 /// (flat name, suffix, global name)
 const FLAT_NAMES: &[(&str, &str, &str)] = &[
+    ("flat_load_ubyte", "load_ubyte", "global_load_ubyte"),
+    ("flat_load_sbyte", "load_sbyte", "global_load_sbyte"),
+    ("flat_load_ushort", "load_ushort", "global_load_ushort"),
+    ("flat_load_sshort", "load_sshort", "global_load_sshort"),
+    ("flat_store_byte", "store_byte", "global_store_byte"),
+    ("flat_store_short", "store_short", "global_store_short"),
     ("flat_load_dword", "load_dword", "global_load_dword"),
     ("flat_load_dwordx2", "load_dwordx2", "global_load_dwordx2"),
     ("flat_load_dwordx3", "load_dwordx3", "global_load_dwordx3"),

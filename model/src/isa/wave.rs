@@ -453,11 +453,12 @@ fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 1 => (a, None),
                 5 => (!a, Some(!a != 0)),
                 28 => (w.pc, None),
-                32..=34 => {
+                32..=35 => {
                     let e = match i.op {
                         32 => a & exec,
                         33 => a | exec,
-                        _ => a ^ exec,
+                        34 => a ^ exec,
+                        _ => a & !exec,
                     };
                     set_s64(w, EXEC, e)?;
                     w.scc = e != 0;
@@ -596,41 +597,38 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
         (Enc::Vop3, o) => (3, o),
         _ => unreachable!(),
     };
-    if i.enc == Enc::Vop3 && (i.neg != 0 || i.abs != 0 || i.omod != 0 || i.clamp) {
-        return Err(Stop::Illegal("VOP3 input/output modifiers are not modelled yet"));
+    if i.enc == Enc::Vop3 && (i.omod != 0 || i.clamp) {
+        return Err(Stop::Illegal("VOP3 output modifiers (clamp, omod) are not modelled yet"));
     }
-    let s0 = if i.sig[1] != 0 { vsrc(w, i.src[0], i.lit)? } else { VSrc::K(0) };
-    let s1 = if i.sig[2] != 0 { vsrc(w, i.src[1], i.lit)? } else { VSrc::K(0) };
+    if wide(class, op) {
+        return vector64(w, i, class, op);
+    }
+    // Float sources: abs / neg act on the sign bit (bit 15 for f16, 31 for f32).
+    let sign = float_sign(class, op);
+    if (i.neg | i.abs) != 0 && sign.is_none() {
+        return Err(Stop::Illegal("abs/neg on an integer operand"));
+    }
+    let bit = 1u32 << sign.unwrap_or(31);
+    let am = [0, 1, 2].map(|k| if i.abs >> k & 1 != 0 { !bit } else { !0 });
+    let xm = [0, 1, 2].map(|k| if i.neg >> k & 1 != 0 { bit } else { 0 });
+    let half = sign == Some(15);
+    let src = |w: &Wave, k: usize| -> Result<VSrc, Stop> {
+        match i.src[k] {
+            c @ 240..=248 if half => Ok(VSrc::K(u32::from(H_CONST[usize::from(c - 240)]))),
+            c => vsrc(w, c, i.lit),
+        }
+    };
+    let s0 = if i.sig[1] != 0 { src(w, 0)? } else { VSrc::K(0) };
+    let s1 = if i.sig[2] != 0 { src(w, 1)? } else { VSrc::K(0) };
     match class {
         0 => {
             // Compares: a lane mask into VCC (e32) or an SGPR pair (e64); inactive lanes 0.
             let mut m = 0u64;
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let (a, b) = (get(w, s0, lane), get(w, s1, lane));
+                let (a, b) = ((get(w, s0, lane) & am[0]) ^ xm[0], (get(w, s1, lane) & am[1]) ^ xm[1]);
                 let r = match op {
-                    0x40..=0x4f => {
-                        use std::cmp::Ordering::{Equal, Greater, Less};
-                        // Unordered (a NaN) is None: the "n" forms are true for it.
-                        let o = f(a).partial_cmp(&f(b));
-                        match op - 0x40 {
-                            0 => false,
-                            1 => o == Some(Less),
-                            2 => o == Some(Equal),
-                            3 => matches!(o, Some(Less | Equal)),
-                            4 => o == Some(Greater),
-                            5 => matches!(o, Some(Less | Greater)),
-                            6 => matches!(o, Some(Greater | Equal)),
-                            7 => o.is_some(),
-                            8 => o.is_none(),
-                            9 => !matches!(o, Some(Greater | Equal)),
-                            10 => !matches!(o, Some(Less | Greater)),
-                            11 => o != Some(Greater),
-                            12 => !matches!(o, Some(Less | Equal)),
-                            13 => o != Some(Equal),
-                            14 => o != Some(Less),
-                            _ => true,
-                        }
-                    }
+                    0x20..=0x2f => fcmp(op, h2f(a).partial_cmp(&h2f(b))),
+                    0x40..=0x4f => fcmp(op, f(a).partial_cmp(&f(b))),
                     _ => {
                         let (x, y) = if op < 0xc8 { (i64::from(a as i32), i64::from(b as i32)) } else { (i64::from(a), i64::from(b)) };
                         match op & 7 {
@@ -660,9 +658,11 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             }
             let d = vdst(w, i.dst, 1)?;
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let a = get(w, s0, lane);
+                let a = (get(w, s0, lane) & am[0]) ^ xm[0];
                 w.v[d][lane] = match op {
                     1 => a,
+                    10 => f2h(f(a)),
+                    11 => h2f(a).to_bits(),
                     5 => ((a as i32) as f32).to_bits(),
                     6 => (a as f32).to_bits(),
                     7 => f(a) as u32,
@@ -686,7 +686,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             };
             let mut cout = 0u64;
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let (a, b) = (get(w, s0, lane), get(w, s1, lane));
+                let (a, b) = ((get(w, s0, lane) & am[0]) ^ xm[0], (get(w, s1, lane) & am[1]) ^ xm[1]);
                 let c = (cin >> lane & 1) as u32;
                 let acc = w.v[d][lane];
                 let (r, carry) = match op {
@@ -722,6 +722,12 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                         let s = u64::from(b).wrapping_sub(u64::from(a)).wrapping_sub(u64::from(if op == 30 { c } else { 0 }));
                         (s as u32, s >> 32 != 0)
                     }
+                    31 => (f2h(h2f(a) + h2f(b)), false),
+                    32 => (f2h(h2f(a) - h2f(b)), false),
+                    33 => (f2h(h2f(b) - h2f(a)), false),
+                    34 => (f2h(h2f(a) * h2f(b)), false),
+                    45 => (f2h(h2f(a).max(h2f(b))), false),
+                    46 => (f2h(h2f(a).min(h2f(b))), false),
                     52 => (a.wrapping_add(b), false),
                     53 => (a.wrapping_sub(b), false),
                     54 => (b.wrapping_sub(a), false),
@@ -740,7 +746,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
         }
         _ => {
             let d = vdst(w, i.dst, i.sig[0])?;
-            let s2 = if i.sig[3] != 0 { vsrc(w, i.src[2], 0)? } else { VSrc::K(0) };
+            let s2 = if i.sig[3] != 0 { src(w, 2)? } else { VSrc::K(0) };
             let pair = |w: &Wave, s: VSrc, lane: usize| -> u64 {
                 match s {
                     VSrc::V(r) => u64::from(w.v[r][lane]) | u64::from(w.v.get(r + 1).map_or(0, |v| v[lane])) << 32,
@@ -759,7 +765,8 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             }
             let mut cout = 0u64;
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let (a, b, c) = (get(w, s0, lane), get(w, s1, lane), get(w, s2, lane));
+                let (a, b, c) =
+                    ((get(w, s0, lane) & am[0]) ^ xm[0], (get(w, s1, lane) & am[1]) ^ xm[1], (get(w, s2, lane) & am[2]) ^ xm[2]);
                 let r: u64 = match op {
                     0x1c3 => u64::from((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff).wrapping_add(c)),
                     0x1c8 => {
@@ -773,6 +780,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                         p as u64
                     }
                     0x1f3 => u64::from((a ^ b).wrapping_add(c)),
+                    0x206 => u64::from(fma_h(a, b, c)),
                     0x1fd => u64::from((a << (b & 31)).wrapping_add(c)),
                     0x1ff => u64::from(a.wrapping_add(b).wrapping_add(c)),
                     0x200 => u64::from((a << (b & 31)) | c),
@@ -820,6 +828,26 @@ fn memory(x: &Exec<'_>, w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             None => u64::from(w.v[a][lane]) | u64::from(w.v[a + 1][lane]) << 32,
         };
         *ad = v.wrapping_add(i.imm as i64 as u64);
+    }
+    if i.op < 20 || i.op == 24 || i.op == 26 {
+        // Bytes and shorts, lane by lane (loads extend to 32 bits, unsigned or signed).
+        let size = if matches!(i.op, 16 | 17 | 24) { 1 } else { 2 };
+        for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+            let mut b = [0u8; 4];
+            if i.store {
+                b = w.v[reg][lane].to_le_bytes();
+                x.write(addr[lane], &b[..size])?;
+            } else {
+                x.read(addr[lane], &mut b[..size])?;
+                let v = u32::from_le_bytes(b);
+                w.v[reg][lane] = match i.op {
+                    17 => v as u8 as i8 as i32 as u32,
+                    19 => v as u16 as i16 as i32 as u32,
+                    _ => v,
+                };
+            }
+        }
+        return Ok(());
     }
     let first = exec.trailing_zeros() as usize;
     let last = 63 - exec.leading_zeros() as usize;
@@ -1142,3 +1170,281 @@ fn buffer(w: &mut Wave, scratch: &mut [u8], i: &Inst) -> Result<(), Stop> {
 
 /// Bytes per lane of MUBUF opcodes 16..=31 (by `op & 15`).
 const MUBUF_BYTES: [usize; 16] = [1, 1, 2, 2, 4, 8, 12, 16, 1, 1, 2, 2, 4, 8, 12, 16];
+
+/// Float compare by the low four bits of a VOPC opcode (f, lt, eq, le, gt, lg, ge, o, u, nge,
+/// nlg, ngt, nle, neq, nlt, tru); unordered (a NaN) is `None`, for which the "n" forms hold.
+fn fcmp(op: u16, o: Option<std::cmp::Ordering>) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match op & 15 {
+        0 => false,
+        1 => o == Some(Less),
+        2 => o == Some(Equal),
+        3 => matches!(o, Some(Less | Equal)),
+        4 => o == Some(Greater),
+        5 => matches!(o, Some(Less | Greater)),
+        6 => matches!(o, Some(Greater | Equal)),
+        7 => o.is_some(),
+        8 => o.is_none(),
+        9 => !matches!(o, Some(Greater | Equal)),
+        10 => !matches!(o, Some(Less | Greater)),
+        11 => o != Some(Greater),
+        12 => !matches!(o, Some(Less | Equal)),
+        13 => o != Some(Equal),
+        14 => o != Some(Less),
+        _ => true,
+    }
+}
+
+/// The sign bit the abs/neg modifiers act on, for the 32-bit-register ops with float sources.
+fn float_sign(class: u8, op: u16) -> Option<u32> {
+    match (class, op) {
+        (0, 0x20..=0x2f) | (1, 11) | (2, 31..=34 | 45 | 46) | (3, 0x206) => Some(15),
+        (0, 0x40..=0x4f) | (1, 7 | 8 | 10) | (2, 1..=3 | 5 | 10 | 11 | 22 | 59) | (3, 0x1cb) => Some(31),
+        _ => None,
+    }
+}
+
+/// The f16 inline constants (operand codes 240..=248: ±0.5, ±1, ±2, ±4, 1/(2π)).
+const H_CONST: [u16; 9] = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118];
+/// The same as f64.
+const D_CONST: [u64; 9] = [
+    0x3fe0_0000_0000_0000,
+    0xbfe0_0000_0000_0000,
+    0x3ff0_0000_0000_0000,
+    0xbff0_0000_0000_0000,
+    0x4000_0000_0000_0000,
+    0xc000_0000_0000_0000,
+    0x4010_0000_0000_0000,
+    0xc010_0000_0000_0000,
+    0x3fc4_5f30_6dc9_c882,
+];
+
+/// An IEEE half (low 16 bits of `h`) as f32 (exact).
+fn h2f(h: u32) -> f32 {
+    let (sign, e, m) = (h >> 15 & 1, (h >> 10) & 0x1f, h & 0x3ff);
+    if e == 31 {
+        // Infinity, or a NaN keeping its payload.
+        return f32::from_bits(sign << 31 | 0x7f80_0000 | m << 13);
+    }
+    let mag = if e == 0 { m as f32 * f32::from_bits(0x3380_0000) } else { (m | 0x400) as f32 * 2f32.powi(e as i32 - 25) };
+    if sign != 0 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+/// `m * 2^e` (negated if `neg`) rounded to the nearest half, ties to even; overflow is infinity.
+fn f16_round(neg: bool, m: u128, e: i32) -> u32 {
+    let s = u32::from(neg) << 15;
+    if m == 0 {
+        return s;
+    }
+    let top = 127 - m.leading_zeros() as i32 + e;
+    if top > 15 {
+        return s | 0x7c00;
+    }
+    // The exponent of the result's last mantissa bit (subnormals: 2^-24).
+    let lsb = (top - 10).max(-24);
+    let shift = lsb - e;
+    let q = if shift <= 0 {
+        m << -shift
+    } else if shift >= 128 {
+        0
+    } else {
+        let (q, rem, half) = (m >> shift, m & ((1u128 << shift) - 1), 1u128 << (shift - 1));
+        q + u128::from(rem > half || (rem == half && q & 1 == 1))
+    };
+    // Normal and subnormal alike: (biased exponent - 1) << 10 plus the 11-bit significand; a
+    // carry out of the significand moves into the exponent.
+    let bits = ((lsb + 24) as u128) * 1024 + q;
+    s | if bits >= 0x7c00 { 0x7c00 } else { bits as u32 }
+}
+
+/// f32 to half, round to nearest even (the f16 conversions and the f16 ALU results: f32 holds
+/// the exact sum, difference or product of two halves' 11-bit significands up to one rounding,
+/// and 24 >= 2 * 11 + 2 bits makes rounding twice the same as once).
+fn f2h(x: f32) -> u32 {
+    let b = x.to_bits();
+    let (neg, ex, man) = (b >> 31 != 0, (b >> 23) & 0xff, b & 0x7f_ffff);
+    if ex == 255 {
+        return u32::from(neg) << 15 | if man == 0 { 0x7c00 } else { 0x7e00 | man >> 13 };
+    }
+    let (m, e) = if ex == 0 { (man, -149) } else { (man | 0x80_0000, ex as i32 - 150) };
+    f16_round(neg, u128::from(m), e)
+}
+
+/// v_fma_f16: a * b + c rounded once (finite halves are integers times 2^-24, so the sum is
+/// exact in 128-bit fixed point).
+fn fma_h(a: u32, b: u32, c: u32) -> u32 {
+    let (fa, fb, fc) = (h2f(a), h2f(b), h2f(c));
+    if !(fa.is_finite() && fb.is_finite() && fc.is_finite()) {
+        return f2h(fa.mul_add(fb, fc));
+    }
+    let fix = |x: f32| (f64::from(x) * 16_777_216.0) as i128;
+    let sum = fix(fa) * fix(fb) + (fix(fc) << 24);
+    if sum == 0 {
+        return if (fa * fb).is_sign_negative() && fc.is_sign_negative() { 0x8000 } else { 0 };
+    }
+    f16_round(sum < 0, sum.unsigned_abs(), -48)
+}
+
+/// The ops with 64-bit operands handled by [`vector64`].
+fn wide(class: u8, op: u16) -> bool {
+    matches!((class, op), (0, 0x60..=0x6f | 0xe0..=0xef) | (1, 3 | 4 | 15 | 16 | 21..=26) | (2, 4) | (3, 0x1cc | 0x280..=0x284 | 0x291))
+}
+
+/// A 64-bit vector source: a VGPR pair or a value every lane reads. Float inline constants are
+/// f64 values; a literal is the high half of an f64 (the low half 0) for float operands.
+#[derive(Clone, Copy)]
+enum VSrc64 {
+    V(usize),
+    K(u64),
+}
+
+fn vsrc64(w: &Wave, c: u16, lit: u32, float: bool) -> Result<VSrc64, Stop> {
+    Ok(match c {
+        256.. => {
+            let r = usize::from(c - 256);
+            if r + 1 >= w.v.len() {
+                return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+            }
+            VSrc64::V(r)
+        }
+        240..=248 => VSrc64::K(D_CONST[usize::from(c - 240)]),
+        LITERAL if float => VSrc64::K(u64::from(lit) << 32),
+        _ => VSrc64::K(sval64(w, c, lit)?),
+    })
+}
+
+fn get64(w: &Wave, s: VSrc64, lane: usize) -> u64 {
+    match s {
+        VSrc64::V(r) => u64::from(w.v[r][lane]) | u64::from(w.v[r + 1][lane]) << 32,
+        VSrc64::K(k) => k,
+    }
+}
+
+fn d(v: u64) -> f64 {
+    f64::from_bits(v)
+}
+
+/// `x * 2^n` (n clamped; steps of at most 2^1000, so a subnormal result may round twice).
+fn ldexp(mut x: f64, n: i32) -> f64 {
+    let mut n = n.clamp(-2200, 2200);
+    while n != 0 {
+        let k = n.clamp(-1000, 1000);
+        x *= f64::from_bits(((1023 + k) as u64) << 52);
+        n -= k;
+    }
+    x
+}
+
+/// f64 and 64-bit integer VALU ops (VOP1/VOP2/VOPC and their VOP3 forms, VOP3-only).
+fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
+    let exec = w.exec();
+    // Which sources are f64 (abs/neg on bit 63) or f32 (bit 31); the rest are integers.
+    let float = |k: usize| -> Option<u32> {
+        match (class, op, k) {
+            (0, 0x60..=0x6f, _) | (1, 3 | 15 | 21 | 23..=26, 0) | (2, 4, _) | (3, 0x1cc | 0x280..=0x283, _) | (3, 0x284, 0) => Some(63),
+            (1, 16, 0) => Some(31),
+            _ => None,
+        }
+    };
+    let mut am = [!0u64; 3];
+    let mut xm = [0u64; 3];
+    for k in 0..3 {
+        if (i.neg | i.abs) >> k & 1 != 0 {
+            let Some(b) = float(k) else { return Err(Stop::Illegal("abs/neg on an integer operand")) };
+            if i.abs >> k & 1 != 0 {
+                am[k] = !(1 << b);
+            }
+            if i.neg >> k & 1 != 0 {
+                xm[k] = 1 << b;
+            }
+        }
+    }
+    let mut srcs = [VSrc64::K(0); 3];
+    for (k, s) in srcs.iter_mut().enumerate() {
+        *s = match i.sig[k + 1] {
+            0 => VSrc64::K(0),
+            2 => vsrc64(w, i.src[k], i.lit, float(k).is_some())?,
+            _ => match vsrc(w, i.src[k], i.lit)? {
+                VSrc::V(r) => VSrc64::V(r),
+                VSrc::K(v) => VSrc64::K(u64::from(v)),
+            },
+        };
+    }
+    let narrow: [bool; 3] = [0, 1, 2].map(|k| i.sig[k + 1] == 1);
+    let val = |w: &Wave, k: usize, lane: usize| -> u64 {
+        let v = if narrow[k] {
+            match srcs[k] {
+                VSrc64::V(r) => u64::from(w.v[r][lane]),
+                VSrc64::K(c) => c,
+            }
+        } else {
+            get64(w, srcs[k], lane)
+        };
+        (v & am[k]) ^ xm[k]
+    };
+    if class == 0 {
+        let mut m = 0u64;
+        for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+            let (a, b) = (val(w, 0, lane), val(w, 1, lane));
+            let r = match op {
+                0x60..=0x6f => fcmp(op, d(a).partial_cmp(&d(b))),
+                _ => {
+                    let o = if op < 0xe8 { (a as i64).cmp(&(b as i64)) } else { a.cmp(&b) };
+                    icmp(op, o)
+                }
+            };
+            m |= u64::from(r) << lane;
+        }
+        return set_s64(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m);
+    }
+    let dst = vdst(w, i.dst, i.sig[0])?;
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let (a, b, c) = (val(w, 0, lane), val(w, 1, lane), val(w, 2, lane));
+        let acc = u64::from(w.v[dst][lane]) | u64::from(w.v.get(dst + 1).map_or(0, |v| v[lane])) << 32;
+        let r: u64 = match (class, op) {
+            (1, 3) => d(a) as i32 as u32 as u64,
+            (1, 4) => f64::from(a as u32 as i32).to_bits(),
+            (1, 15) => u64::from((d(a) as f32).to_bits()),
+            (1, 16) => f64::from(f(a as u32)).to_bits(),
+            (1, 21) => u64::from(d(a) as u32),
+            (1, 22) => f64::from(a as u32).to_bits(),
+            (1, 23) => d(a).trunc().to_bits(),
+            (1, 24) => d(a).ceil().to_bits(),
+            (1, 25) => d(a).round_ties_even().to_bits(),
+            (1, 26) => d(a).floor().to_bits(),
+            (2, 4) => d(a).mul_add(d(b), d(acc)).to_bits(),
+            (3, 0x1cc) => d(a).mul_add(d(b), d(c)).to_bits(),
+            (3, 0x280) => (d(a) + d(b)).to_bits(),
+            (3, 0x281) => (d(a) * d(b)).to_bits(),
+            (3, 0x282) => d(a).min(d(b)).to_bits(),
+            (3, 0x283) => d(a).max(d(b)).to_bits(),
+            (3, 0x284) => ldexp(d(a), b as u32 as i32).to_bits(),
+            (3, 0x291) => ((b as i64) >> (a & 63)) as u64,
+            _ => return Err(Stop::Illegal("unsupported 64-bit VALU op")),
+        };
+        w.v[dst][lane] = r as u32;
+        if i.sig[0] == 2 {
+            w.v[dst + 1][lane] = (r >> 32) as u32;
+        }
+    }
+    Ok(())
+}
+
+/// Integer compare by the low three bits of a VOPC opcode (f, lt, eq, le, gt, ne, ge, t).
+fn icmp(op: u16, o: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match op & 7 {
+        0 => false,
+        1 => o == Less,
+        2 => o == Equal,
+        3 => o != Greater,
+        4 => o == Greater,
+        5 => o != Equal,
+        6 => o != Less,
+        _ => true,
+    }
+}

@@ -83,3 +83,22 @@ __kernel void priv(__global const uint *in, __global uint *out, uint n) {
   for (uint k = 0; k < 48; k++) s += a[(k * 7 + x) % 48] ^ k;
   out[i] = s;
 }
+// 64-bit integer and f64 arithmetic, conversions, and f16 (cl_khr_fp16) arithmetic.
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+__kernel void wide(__global const double *a, __global const long *l, __global double *out, __global long *lo,
+                   __global half *h, __global float *hf) {
+  uint i = gid();
+  double x = a[i], y = a[i + 1];
+  double r = fma(x, y, x * 1.5) + (y - x);
+  r = r < 0.0 ? fmax(r, x) : fmin(r, y * 4.0);
+  out[3 * i] = r;
+  out[3 * i + 1] = (double)(float)x + (double)(int)(y * 3.0) + (double)(uint)i;
+  out[3 * i + 2] = (double)l[i];
+  lo[2 * i] = l[i] * 3 + (l[i] >> 3) - (long)x;
+  lo[2 * i + 1] = l[i] ^ (long)i;
+  half p = h[2 * i], q = h[2 * i + 1];
+  half s = p * q + (half)0.5h;
+  s = s - fma(p, q, q);
+  h[2 * i] = s > p ? s : p;
+  hf[i] = (float)(p + q);
+}

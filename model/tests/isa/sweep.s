@@ -232,4 +232,51 @@ buffer_store_dword v48, off, s[0:3], 0 offset:4
 buffer_store_dwordx2 v[2:3], v0, s[0:3], 0 offen
 buffer_store_dwordx3 v[2:4], off, s[0:3], 0
 buffer_store_dwordx4 v[2:5], v0, s[0:3], 0 offen offset:32
+v_fmac_f64_e32 v[6:7], v[8:9], v[4:5]
+v_fma_f64 v[0:1], v[2:3], v[4:5], v[6:7]
+v_fma_f16 v2, v28, v1, 0.5
+v_add_f16_e32 v1, v28, v1
+v_sub_f16_e32 v2, v2, v3
+v_mul_f16_e32 v2, v2, v3
+v_max_f16_e32 v2, v2, v3
+v_min_f16_e32 v2, v2, v3
+v_cvt_f16_f32_e32 v3, v1
+v_cvt_f32_f16_e32 v3, v1
+v_cmp_gt_f16_e32 vcc, v2, v28
+v_cmp_ngt_f64_e32 vcc, 0, v[6:7]
+v_cmp_lt_i64_e32 vcc, v[0:1], v[2:3]
+v_cmp_lt_u64_e64 s[0:1], v[0:1], v[2:3]
+v_add_f64 v[12:13], v[4:5], -v[8:9]
+v_mul_f64 v[6:7], v[4:5], 4.0
+v_min_f64 v[6:7], v[12:13], v[6:7]
+v_max_f64 v[6:7], v[8:9], v[8:9]
+v_ldexp_f64 v[2:3], v[2:3], 32
+v_ashrrev_i64 v[18:19], 3, v[12:13]
+v_trunc_f64_e32 v[18:19], v[8:9]
+v_floor_f64_e32 v[20:21], v[20:21]
+v_ceil_f64_e32 v[20:21], v[20:21]
+v_rndne_f64_e32 v[20:21], v[20:21]
+v_cvt_i32_f64_e32 v17, v[20:21]
+v_cvt_u32_f64_e32 v3, v[18:19]
+v_cvt_f32_f64_e32 v3, v[8:9]
+v_cvt_f64_f32_e32 v[26:27], v3
+v_cvt_f64_i32_e32 v[6:7], v1
+v_cvt_f64_u32_e32 v[8:9], v0
+s_andn2_saveexec_b64 s[4:5], s[4:5]
+global_store_short v[22:23], v1, off
+global_store_byte v[22:23], v1, off
+global_load_ushort v1, v[22:23], off
+global_load_sshort v1, v[22:23], off
+global_load_ubyte v1, v[22:23], off
+global_load_sbyte v1, v[22:23], off
+v_cvt_f32_f16_e64 v3, -v1
+v_add_f32_e64 v0, -v1, |v2|
+v_fmac_f64_e32 v[18:19], 0xc1f00000, v[20:21]
+v_cmp_eq_u64_e32 vcc, 0, v[0:1]
+v_cmp_ne_i64_e64 s[2:3], v[0:1], s[4:5]
+v_cmp_lt_f64_e64 s[2:3], -v[0:1], |v[2:3]|
+v_cmp_o_f16_e32 vcc, v0, v1
+v_subrev_f16_e32 v0, v1, v2
+v_fma_f32 v0, -v1, v2, |v3|
+v_mul_f32_e64 v0, -v1, -v2
 s_endpgm
