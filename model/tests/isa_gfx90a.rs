@@ -41,7 +41,10 @@ fn run(cmd: &mut Command) {
 }
 
 fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hsakmt-isa-{}-{tag}", std::process::id()));
+    // One directory per call: the tests run in parallel and each compiles the kernels.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("hsakmt-isa-{}-{tag}-{n}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -128,6 +131,10 @@ impl Fx {
     }
     /// One dispatch on a fresh AQL queue: how the run ended and the queue's progress.
     fn dispatch(&self, k: KernelDispatch, args: &[u8]) -> (RunEnd, RingProgress) {
+        self.dispatch_at(k, args, 0)
+    }
+    /// The same with the queue's read pointer at `rptr_va` (0: none).
+    fn dispatch_at(&self, k: KernelDispatch, args: &[u8], rptr_va: u64) -> (RunEnd, RingProgress) {
         self.m.gpu_write(self.g, KARG, args).unwrap();
         let k = KernelDispatch { kernarg_address: KARG, ..k };
         self.m.gpu_write(self.g, RING, &aql::Repr::new(Body::KernelDispatch(k)).to_bytes()).unwrap();
@@ -137,7 +144,7 @@ impl Fx {
             kind: EngineKind::Aql,
             ring_va: RING,
             ring_bytes: 4096,
-            rptr_va: 0,
+            rptr_va,
             wptr_va: 0,
             ctx_va: 0,
             doorbell: 0,
@@ -408,4 +415,37 @@ fn sixty_four_bit_and_f16_arithmetic_match_the_cpu() {
         let sum = half_value(nearest_half(pv + qv)) as f32;
         assert_eq!(f32::from_bits(hfw[i]), sum, "hf[{i}]");
     }
+}
+
+#[test]
+fn a_kernel_that_traps_stops_its_queue_and_writes_the_queue_inactive_signal() {
+    let f = setup();
+    // ROCr's amd_queue_t (read_dispatch_id at +128 is the read pointer, its own offset at
+    // +136, queue_inactive_signal at +192) and the signal's amd_signal_t (value at +8, event
+    // mailbox at +16, event id at +24).
+    let (amdq, signal, mailbox) = (BASE + 0x3000, BASE + 0x4000, BASE + 0x5000);
+    let mut e = kfd_ioctl_create_event_args::new_zeroed();
+    e.event_type = KFD_IOC_EVENT_SIGNAL as u32;
+    raw(&f.m, AMDKFD_IOC_CREATE_EVENT, &mut e).unwrap();
+    f.m.gpu_write(f.g, amdq + 136, &128u32.to_le_bytes()).unwrap();
+    f.m.gpu_write(f.g, amdq + 192, &signal.to_le_bytes()).unwrap();
+    f.m.gpu_write(f.g, signal + 16, &mailbox.to_le_bytes()).unwrap();
+    f.m.gpu_write(f.g, signal + 24, &e.event_id.to_le_bytes()).unwrap();
+    // d[0] != 13: no trap, the kernel runs to its end.
+    f.m.gpu_write(f.g, DATA, &[0u8; 12]).unwrap();
+    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), amdq + 128);
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    assert_eq!(f.words(DATA, 3), [0, 1, 2]);
+    assert_eq!(f.words(signal + 8, 2), [0, 0], "no error raised");
+    // d[0] == 13: s_trap 2 after the first store.
+    f.m.gpu_write(f.g, DATA, &[13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), amdq + 128);
+    assert_eq!(end, RunEnd::Stopped);
+    assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, ec: EC_QUEUE_WAVE_TRAP, .. })), "{:?}", p.error);
+    assert_eq!(f.words(DATA, 3), [13, 1, 0], "the wave stopped at the trap");
+    // Without RUNTIME_ENABLE the CP's path: bit 31 (ROCr: HSA_STATUS_ERROR_EXCEPTION) in the
+    // queue-inactive signal and its event id in the mailbox, then the interrupt (which sets
+    // the event once its event-page slot is the mailbox, as with ROCr: model/tests/queues.rs).
+    assert_eq!(f.words(signal + 8, 2), [0x8000_0000, 0]);
+    assert_eq!(f.words(mailbox, 1), [e.event_id]);
 }

@@ -107,6 +107,7 @@ const SOPP: &[Row] = &[
     (9, "s_cbranch_execnz", [0; 4]),
     (10, "s_barrier", [0; 4]),
     (12, "s_waitcnt", [0; 4]),
+    (18, "s_trap", [0; 4]),
 ];
 
 const SMEM: &[Row] = &[
@@ -806,6 +807,7 @@ impl fmt::Display for Inst {
                     }
                     write!(f, "{n} {}", parts.join(" "))
                 }
+                18 => write!(f, "{n} {}", self.imm & 0xff),
                 // LLVM prints the branch offset as the unsigned 16-bit field.
                 _ => write!(f, "{n} {}", self.imm as u16),
             },

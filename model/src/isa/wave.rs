@@ -8,7 +8,9 @@
 use super::descriptor::{props, KernelDescriptor};
 use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, LITERAL, SADDR_OFF, VCC};
 use crate::engine::{bad_ec, Exec, Halt};
-use hsakmt_core::abi::kfd::{EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, EC_QUEUE_WAVE_ABORT, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION};
+use hsakmt_core::abi::kfd::{
+    EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, EC_QUEUE_WAVE_ABORT, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_TRAP,
+};
 use hsakmt_core::packet::aql::KernelDispatch;
 use std::collections::HashMap;
 
@@ -67,6 +69,8 @@ impl Wave {
 enum Stop {
     Halt(Halt),
     Illegal(&'static str),
+    /// `s_trap`: the trap handler halts the wave and reports EC_QUEUE_WAVE_TRAP.
+    Trap,
 }
 
 impl From<Halt> for Stop {
@@ -134,6 +138,7 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
                     Ok(()) => {}
                     Err(Stop::Halt(h)) => return Err(h),
                     Err(Stop::Illegal(what)) => return Err(bad_ec(at, what, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION)),
+                    Err(Stop::Trap) => return Err(bad_ec(at, "s_trap", EC_QUEUE_WAVE_TRAP)),
                 }
                 if budget == 0 {
                     return Err(bad_ec(at, "kernel ran past the model's instruction limit", EC_QUEUE_WAVE_ABORT));
@@ -316,6 +321,7 @@ fn run(
                 1 => return Ok(Yield::End),
                 10 if w.waves == 1 => {}
                 10 => return Ok(Yield::Barrier),
+                18 => return Err(Stop::Trap),
                 op => {
                     let vcc = u64::from(w.s[106]) | u64::from(w.s[107]) << 32;
                     let take = match op {

@@ -38,8 +38,13 @@ const SIG_MAILBOX: u64 = 16;
 const SIG_EVENT_ID: u64 = 24;
 
 /// The firmware's queue-error code for an exception code (what ROCr's queue-events handler
-/// decodes): `1 << (ec - 15)` for the packet exceptions 16..=23.
+/// decodes): `1 << (ec - 15)` for the packet exceptions 16..=23; bit 31 for a wave's trap
+/// (`s_trap`), which ROCr reports as HSA_STATUS_ERROR_EXCEPTION ("an HSAIL operation resulted
+/// in a hardware exception", what a kernel's abort showed before RUNTIME_ENABLE existed).
 pub(crate) fn firmware_error_code(ec: u32) -> Option<u64> {
+    if ec == EC_QUEUE_WAVE_TRAP {
+        return Some(0x8000_0000);
+    }
     (16..=23).contains(&ec).then(|| 1u64 << (ec - 15))
 }
 

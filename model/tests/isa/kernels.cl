@@ -102,3 +102,9 @@ __kernel void wide(__global const double *a, __global const long *l, __global do
   h[2 * i] = s > p ? s : p;
   hf[i] = (float)(p + q);
 }
+// Traps when d[0] holds 13 (after storing 1 to d[1]); stores 2 to d[2] otherwise.
+__kernel void trap(__global uint *d) {
+  d[1] = 1;
+  if (d[0] == 13) __builtin_trap();
+  d[2] = 2;
+}

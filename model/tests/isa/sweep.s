@@ -58,6 +58,7 @@ s_cbranch_vccnz 1
 s_cbranch_execz 25
 s_cbranch_execnz -5
 s_barrier
+s_trap 2
 s_waitcnt vmcnt(0)
 s_waitcnt lgkmcnt(0)
 s_waitcnt vmcnt(1) lgkmcnt(2)
