@@ -131,10 +131,10 @@ impl Fx {
     }
     /// One dispatch on a fresh AQL queue: how the run ended and the queue's progress.
     fn dispatch(&self, k: KernelDispatch, args: &[u8]) -> (RunEnd, RingProgress) {
-        self.dispatch_at(k, args, 0)
+        self.dispatch_at(k, args, 0, 0)
     }
-    /// The same with the queue's read pointer at `rptr_va` (0: none).
-    fn dispatch_at(&self, k: KernelDispatch, args: &[u8], rptr_va: u64) -> (RunEnd, RingProgress) {
+    /// The same with the queue's read pointer at `rptr_va` and its CWSR area at `ctx_va` (0: none).
+    fn dispatch_at(&self, k: KernelDispatch, args: &[u8], rptr_va: u64, ctx_va: u64) -> (RunEnd, RingProgress) {
         self.m.gpu_write(self.g, KARG, args).unwrap();
         let k = KernelDispatch { kernarg_address: KARG, ..k };
         self.m.gpu_write(self.g, RING, &aql::Repr::new(Body::KernelDispatch(k)).to_bytes()).unwrap();
@@ -146,7 +146,7 @@ impl Fx {
             ring_bytes: 4096,
             rptr_va,
             wptr_va: 0,
-            ctx_va: 0,
+            ctx_va,
             doorbell: 0,
         };
         let mut p = RingProgress::default();
@@ -433,13 +433,13 @@ fn a_kernel_that_traps_stops_its_queue_and_writes_the_queue_inactive_signal() {
     f.m.gpu_write(f.g, signal + 24, &e.event_id.to_le_bytes()).unwrap();
     // d[0] != 13: no trap, the kernel runs to its end.
     f.m.gpu_write(f.g, DATA, &[0u8; 12]).unwrap();
-    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), amdq + 128);
+    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), amdq + 128, 0);
     assert_eq!((end, &p.error), (RunEnd::Idle, &None));
     assert_eq!(f.words(DATA, 3), [0, 1, 2]);
     assert_eq!(f.words(signal + 8, 2), [0, 0], "no error raised");
     // d[0] == 13: s_trap 2 after the first store.
     f.m.gpu_write(f.g, DATA, &[13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
-    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), amdq + 128);
+    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), amdq + 128, 0);
     assert_eq!(end, RunEnd::Stopped);
     assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, ec: EC_QUEUE_WAVE_TRAP, .. })), "{:?}", p.error);
     assert_eq!(f.words(DATA, 3), [13, 1, 0], "the wave stopped at the trap");
@@ -448,4 +448,31 @@ fn a_kernel_that_traps_stops_its_queue_and_writes_the_queue_inactive_signal() {
     // the event once its event-page slot is the mailbox, as with ROCr: model/tests/queues.rs).
     assert_eq!(f.words(signal + 8, 2), [0x8000_0000, 0]);
     assert_eq!(f.words(mailbox, 1), [e.event_id]);
+}
+
+#[test]
+fn with_the_runtime_enabled_a_trap_reaches_the_runtimes_error_word() {
+    let f = setup();
+    let mut re = kfd_ioctl_runtime_enable_args { r_debug: 0, mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK as u32, capabilities_mask: 0 };
+    raw(&f.m, AMDKFD_IOC_RUNTIME_ENABLE, &mut re).unwrap();
+    let mut e = kfd_ioctl_create_event_args::new_zeroed();
+    e.event_type = KFD_IOC_EVENT_SIGNAL as u32;
+    raw(&f.m, AMDKFD_IOC_CREATE_EVENT, &mut e).unwrap();
+    // The CWSR header the KFD reads with get_user: err_payload_addr at +24 (the runtime's error
+    // word, with a bit already set that must survive), err_event_id at +32.
+    let word = Box::new(std::sync::atomic::AtomicU64::new(1 << 40));
+    let mut header = Box::new([0u8; 40]);
+    header[24..32].copy_from_slice(&(word.as_ptr() as u64).to_le_bytes());
+    header[32..36].copy_from_slice(&e.event_id.to_le_bytes());
+    f.m.gpu_write(f.g, DATA, &13u32.to_le_bytes()).unwrap();
+    let (end, p) = f.dispatch_at(KernelDispatch::new(f.kd("trap"), 64, 64), &args(&[DATA]), 0, header.as_ptr() as u64);
+    assert_eq!(end, RunEnd::Stopped);
+    assert!(matches!(p.error, Some(QueueError::BadPacket { ec: EC_QUEUE_WAVE_TRAP, .. })), "{:?}", p.error);
+    // KFD_EC_MASK(EC_QUEUE_WAVE_TRAP) = bit 1.
+    assert_eq!(word.load(std::sync::atomic::Ordering::Acquire), 1 << 40 | 1 << (EC_QUEUE_WAVE_TRAP - 1));
+    let mut d = [event_data(e.event_id, 0)];
+    let mut w =
+        kfd_ioctl_wait_events_args { events_ptr: d.as_mut_ptr() as u64, num_events: 1, wait_for_all: 1, timeout: 0, wait_result: 99 };
+    let _ = raw(&f.m, AMDKFD_IOC_WAIT_EVENTS, &mut w);
+    assert_eq!(w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE as u32);
 }
