@@ -41,10 +41,14 @@ fn run(cmd: &mut Command) {
 }
 
 fn scratch(tag: &str) -> PathBuf {
-    // One directory per call: the tests run in parallel and each compiles the kernels.
+    // One directory per call: the tests of this binary run in parallel and each compiles the
+    // kernels (a second run of the binary reuses the names after emptying them).
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("hsakmt-isa-{}-{tag}-{n}", std::process::id()));
+    // Under cargo's per-target temporary directory (inside target/, cleaned with it), emptied
+    // first: nothing accumulates in the system's /tmp from run to run.
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("isa-{tag}-{n}"));
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
