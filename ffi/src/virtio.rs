@@ -1,9 +1,10 @@
 //! The `vhsaKmt*` exports (`hsakmt_virtio.h`): the guest side of the VirtIO transport, a thin
 //! layer over `hsakmt_virtio::guest::Guest` (docs/virtio.md).
 //!
-//! The guest finds its host through `HSAKMT_VIRTIO_SOCKET`, the path of a loopback host's Unix
-//! socket (`hsakmt-virtio-host`); a real guest would open a virtio-gpu render node instead (the
-//! DRM transport is not done). Structs are written in the layouts of our headers (the newest
+//! The guest finds its host as [`find_host`] says: a loopback host's Unix socket named by
+//! `HSAKMT_VIRTIO_SOCKET` (`hsakmt-virtio-host`), the render node `HSAKMT_VIRTIO_RENDER_NODE`
+//! names, or the first virtio-gpu render node with the HSAKMT capset (the DRM transport).
+//! Structs are written in the layouts of our headers (the newest
 //! generation), converted from the wire's. Functions the protocol does not carry are the
 //! generated NOT_SUPPORTED stubs (gen_exports.rs).
 
@@ -11,12 +12,33 @@ use crate::boundary::{guard, guard_status, out, out_slice};
 use hsakmt_core::abi::generation::Record;
 use hsakmt_core::abi::hsakmt::*;
 use hsakmt_core::Status;
-use hsakmt_virtio::guest::{Guest, Loopback};
+use hsakmt_virtio::drm::{self, model::ModelRenderNode, DrmTransport};
+use hsakmt_virtio::guest::{Guest, Loopback, Transport};
 use hsakmt_virtio::proto::{self, ccmd, event as pe, query as pq, WIRE_GENERATION};
 use std::sync::{Arc, Mutex};
 
 /// The environment variable naming the loopback host's socket.
 pub const SOCKET_ENV: &str = "HSAKMT_VIRTIO_SOCKET";
+
+/// The host, by the first rule that applies: `HSAKMT_VIRTIO_SOCKET` set: the loopback host
+/// listening there; `HSAKMT_VIRTIO_RENDER_NODE` set: that render node only (`model:<socket>`:
+/// the model of a virtio-gpu render node whose device is the loopback host at `<socket>`, for
+/// tests); otherwise the first `/dev/dri/renderD*` that is a virtio-gpu node with the HSAKMT
+/// capset. None: KERNEL_IO_CHANNEL_NOT_OPENED.
+fn find_host() -> Result<Box<dyn Transport>, Status> {
+    use std::path::Path;
+    if let Some(path) = std::env::var_os(SOCKET_ENV) {
+        return Ok(Box::new(Loopback::connect(Path::new(&path))?));
+    }
+    if let Some(node) = std::env::var_os(drm::RENDER_NODE_ENV) {
+        if let Some(sock) = node.to_str().and_then(|s| s.strip_prefix("model:")) {
+            let m = ModelRenderNode::connect(Path::new(sock))?;
+            return Ok(Box::new(DrmTransport::open(Box::new(m))?));
+        }
+        return Ok(Box::new(drm::open_render_node(Path::new(&node))?));
+    }
+    Ok(Box::new(drm::find_render_node(Path::new("/dev/dri"))?))
+}
 
 /// The open guest and how often it was opened (as hsaKmtOpenKFD, opens nest).
 static GUEST: Mutex<Option<(Arc<Guest>, u32)>> = Mutex::new(None);
@@ -56,12 +78,10 @@ pub extern "C" fn vhsaKmtOpenKFD() -> HSAKMT_STATUS {
             *n += 1;
             return Ok(Status::KERNEL_ALREADY_OPENED);
         }
-        let path = std::env::var_os(SOCKET_ENV).ok_or_else(|| {
-            crate::log::error(format_args!("vhsaKmtOpenKFD: {SOCKET_ENV} names no host socket\n"));
-            Status::KERNEL_IO_CHANNEL_NOT_OPENED
+        let t = find_host().inspect_err(|e| {
+            crate::log::error(format_args!("vhsaKmtOpenKFD: no VirtIO host ({e:?}): see docs/virtio.md\n"));
         })?;
-        let t = Loopback::connect(std::path::Path::new(&path))?;
-        *g = Some((Arc::new(Guest::open(Box::new(t))?), 1));
+        *g = Some((Arc::new(Guest::open(t)?), 1));
         Ok(Status::SUCCESS)
     })
 }

@@ -395,6 +395,8 @@ fn clean_cmd(exe: &Path) -> Command {
         "HSA_OVERRIDE_GFX_VERSION",
         "HSA_USE_SVM",
         "HSAKMT_DEBUG_LEVEL",
+        "HSAKMT_VIRTIO_SOCKET",
+        "HSAKMT_VIRTIO_RENDER_NODE",
     ] {
         cmd.env_remove(var);
     }
@@ -957,10 +959,29 @@ fn virtio_host(name: &str) -> (std::process::Child, PathBuf) {
 /// executed by the host's model GPU, statuses for bad input and for no host.
 #[test]
 fn virtio_from_c() {
+    virtio_run_from_c("run", None);
+}
+
+/// The same scenarios through the DRM transport: `vhsaKmt*` issue the `VIRTGPU_*` ioctls to the
+/// model of a virtio-gpu render node (`HSAKMT_VIRTIO_RENDER_NODE=model:<socket>`), whose device
+/// is the host process.
+#[test]
+fn virtio_drm_from_c() {
+    virtio_run_from_c("drm", Some("model:"));
+}
+
+/// `drm`: the render-node prefix of the DRM transport's model, or the loopback socket.
+fn virtio_run_from_c(name: &str, drm: Option<&str>) {
     let s = setup();
-    let e = compile(s, false, &c_dir().join("virtio.c"), "virtio", true, &["-pthread"]);
-    let (mut h, sock) = virtio_host("run");
-    let o = run(clean_cmd(&e).arg("run").env("HSAKMT_MODEL", "mi300x").env("HSAKMT_VIRTIO_SOCKET", &sock));
+    let e = compile(s, false, &c_dir().join("virtio.c"), &format!("virtio_{name}"), true, &["-pthread"]);
+    let (mut h, sock) = virtio_host(name);
+    let mut c = clean_cmd(&e);
+    c.arg("run").env("HSAKMT_MODEL", "mi300x");
+    match drm {
+        Some(p) => c.env("VIRTIO_TEST_VAR", "HSAKMT_VIRTIO_RENDER_NODE").env("HSAKMT_VIRTIO_RENDER_NODE", format!("{p}{}", sock.display())),
+        None => c.env("HSAKMT_VIRTIO_SOCKET", &sock),
+    };
+    let o = run(&mut c);
     h.kill().ok();
     h.wait().ok();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("virtio: OK"), "{}", show(&o));
@@ -969,17 +990,26 @@ fn virtio_from_c() {
 /// The host dies while the guest holds memory: every later call fails with a status, none hangs.
 #[test]
 fn virtio_dead_host_from_c() {
+    virtio_dead_host("killed", None);
+}
+
+/// As `virtio_dead_host_from_c`, through the DRM transport and the model render node.
+#[test]
+fn virtio_drm_dead_host_from_c() {
+    virtio_dead_host("drm_killed", Some("model:"));
+}
+
+fn virtio_dead_host(name: &str, drm: Option<&str>) {
     use std::io::{BufRead, Write};
     let s = setup();
-    let e = compile(s, false, &c_dir().join("virtio.c"), "virtio_killed", true, &["-pthread"]);
-    let (mut h, sock) = virtio_host("killed");
-    let mut g = clean_cmd(&e)
-        .arg("killed")
-        .env("HSAKMT_VIRTIO_SOCKET", &sock)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the guest runs");
+    let e = compile(s, false, &c_dir().join("virtio.c"), &format!("virtio_{name}"), true, &["-pthread"]);
+    let (mut h, sock) = virtio_host(name);
+    let mut c = clean_cmd(&e);
+    match drm {
+        Some(p) => c.env("HSAKMT_VIRTIO_RENDER_NODE", format!("{p}{}", sock.display())),
+        None => c.env("HSAKMT_VIRTIO_SOCKET", &sock),
+    };
+    let mut g = c.arg("killed").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("the guest runs");
     let mut out = std::io::BufReader::new(g.stdout.take().unwrap());
     let mut seen = String::new();
     loop {

@@ -34,6 +34,14 @@ pub trait Transport: Send + Sync {
     fn destroy_blob(&self, res_id: u32) -> Result<(), Status>;
     /// EXECBUFFER, returning once the host has run every command (the fence).
     fn execbuffer(&self, cmds: &[u8]) -> Result<(), Status>;
+    /// Map `len` bytes of a mappable blob at `addr` (0: anywhere; otherwise exactly there,
+    /// never over an existing mapping). The default maps the file the transport handed over.
+    fn map_blob(&self, blob: &BlobHandle, addr: u64, len: u64) -> Result<u64, Status> {
+        match blob.file.as_ref() {
+            Some(f) => map_file(f, addr, len),
+            None => Err(Status::NOT_SUPPORTED),
+        }
+    }
 }
 
 /// The loopback transport's guest side.
@@ -175,8 +183,13 @@ impl Guest {
             return Err(Status::KERNEL_IO_CHANNEL_NOT_OPENED);
         }
         let b = t.create_blob(0, proto::SHMEM_BLOB_SIZE as u64)?;
-        let Some(file) = b.file.as_ref() else { return Err(Status::ERROR) };
-        let p = map_file(file, 0, proto::SHMEM_BLOB_SIZE as u64)?;
+        let p = match t.map_blob(&b, 0, proto::SHMEM_BLOB_SIZE as u64) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = t.destroy_blob(b.res_id);
+                return Err(e);
+            }
+        };
         let g = Guest {
             t,
             shmem_res: b.res_id,
@@ -292,10 +305,7 @@ impl Guest {
         let addr = get_u64(&r, pm::RSP_U).unwrap_or(0);
         let b = self.t.create_blob(blob, size)?;
         let map_len = size.next_multiple_of(4096);
-        let mapped = match b.file.as_ref() {
-            Some(f) => map_file(f, addr, map_len),
-            None => Err(Status::NOT_SUPPORTED),
-        };
+        let mapped = self.t.map_blob(&b, addr, map_len);
         if let Err(e) = mapped {
             let _ = self.t.destroy_blob(b.res_id);
             return Err(e);
@@ -497,8 +507,7 @@ impl Guest {
                 Ok(b) => b,
                 Err(e) => return cleanup(self, e),
             };
-            let Some(f) = b.file.as_ref() else { return cleanup(self, Status::NOT_SUPPORTED) };
-            if let Err(e) = map_file(f, base, b.size) {
+            if let Err(e) = self.t.map_blob(&b, base, b.size) {
                 let _ = self.t.destroy_blob(b.res_id);
                 return cleanup(self, e);
             }
@@ -510,8 +519,7 @@ impl Guest {
                 Ok(b) => b,
                 Err(e) => return cleanup(self, e),
             };
-            let Some(f) = b.file.as_ref() else { return cleanup(self, Status::NOT_SUPPORTED) };
-            let at = match map_file(f, 0, 0x1000) {
+            let at = match self.t.map_blob(&b, 0, 0x1000) {
                 Ok(a) => a,
                 Err(e) => {
                     let _ = self.t.destroy_blob(b.res_id);

@@ -1,5 +1,7 @@
 /* The vhsaKmt* API (hsakmt_virtio.h) from a guest process against a loopback host process on
- * the model (HSAKMT_VIRTIO_SOCKET names its socket): topology compared with the direct API (a
+ * the model (HSAKMT_VIRTIO_SOCKET names its socket, or, with VIRTIO_TEST_VAR=
+ * HSAKMT_VIRTIO_RENDER_NODE, the DRM transport reaches it through "model:<socket>", the model of
+ * a virtio-gpu render node): topology compared with the direct API (a
  * model of the same catalogue entry in this process, HSAKMT_MODEL), memory allocated on the
  * host and mapped here at the host's address, events set and waited through the host, and an
  * SDMA queue whose FENCE + TRAP, written here by hand, the host's model GPU executes.
@@ -309,16 +311,22 @@ int main(int argc, char **argv)
 	alarm(120);
 	/* Not open yet; no host named: a status each. */
 	EXPECT(vhsaKmtGetVersion(&v) == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
-	char *sock = getenv("HSAKMT_VIRTIO_SOCKET");
+	/* The variable naming the host: the loopback socket, or (the DRM transport) the render
+	 * node, "model:<socket>" for the model of a virtio-gpu render node. */
+	const char *var = getenv("VIRTIO_TEST_VAR") ? getenv("VIRTIO_TEST_VAR") : "HSAKMT_VIRTIO_SOCKET";
+	char *sock = getenv(var);
 	EXPECT(sock != NULL);
 	if (!sock)
 		return 1;
 	sock = strdup(sock);
-	unsetenv("HSAKMT_VIRTIO_SOCKET");
+	unsetenv(var);
 	EXPECT(vhsaKmtOpenKFD() == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
-	setenv("HSAKMT_VIRTIO_SOCKET", "/nonexistent/socket", 1);
+	setenv(var, "/nonexistent/socket", 1);
 	EXPECT(vhsaKmtOpenKFD() == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
-	setenv("HSAKMT_VIRTIO_SOCKET", sock, 1);
+	/* Something that is neither a host socket nor a DRM device. */
+	setenv(var, "/dev/null", 1);
+	EXPECT(vhsaKmtOpenKFD() == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
+	setenv(var, sock, 1);
 	free(sock);
 
 	EXPECT(vhsaKmtOpenKFD() == HSAKMT_STATUS_SUCCESS);
