@@ -202,7 +202,7 @@ fn nodes_that_are_not_virtio_gpu_or_lack_the_capset_are_refused() {
     let g = guest_over(&good);
     g.query_u(pq::GET_SYS_PROP, 0).expect("acquired");
     assert!(g.query_u(pq::GET_CLOCK_COUNTERS, 1).is_ok());
-    // The model is a kernel: a second context, a ring past the context's, no context.
+    // As a kernel: a second CONTEXT_INIT on the same node is refused.
     let t = DrmTransport::open(Box::new(good.clone()));
     assert_eq!(t.err(), Some(Status::KERNEL_IO_CHANNEL_NOT_OPENED), "CONTEXT_INIT twice is refused");
     drop(g);
