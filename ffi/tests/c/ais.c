@@ -4,6 +4,7 @@
  * kernel's errno in *status after it). With AIS_MAINLINE set (HSAKMT_MODEL_DKMS=0) the ioctl
  * does not exist: ERROR. Exit 0 on success. */
 #include "expect.h"
+#include "gpu_memory.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <hsakmt/hsakmt.h>
@@ -50,7 +51,7 @@ int main(void)
 {
 	HsaSystemProperties sys;
 	HsaNodeProperties props;
-	HSAuint32 gpu = 0, n;
+	HSAuint32 gpu = 0;
 	HSAuint64 copied;
 	HSAint32 status;
 	char path[] = "/tmp/hsakmt-ais-XXXXXX";
@@ -64,13 +65,7 @@ int main(void)
 		printf("cannot open\n");
 		return 1;
 	}
-	for (n = 0; n < sys.NumNodes; n++) {
-		EXPECT(hsaKmtGetNodeProperties(n, &props) == HSAKMT_STATUS_SUCCESS);
-		if (props.KFDGpuID) {
-			gpu = n;
-			break;
-		}
-	}
+	gpu = first_gpu_node(&sys, &props);
 	EXPECT(gpu != 0);
 	vram = alloc_on(gpu, 1);
 	host = alloc_on(0, 0); /* system memory: a BO, but not VRAM */

@@ -1,11 +1,25 @@
-/* Host memory a GPU can reach, as kfdtest's HsaMemoryBuffer(host) gives it: non-paged,
- * executable, 4 KiB pages, mapped to the GPU of `node`, zeroed. NULL on failure. */
+/* What the C tests share to reach a GPU: the first GPU node, and host memory it can reach. */
 #ifndef HSAKMT_RS_TEST_GPU_MEMORY_H
 #define HSAKMT_RS_TEST_GPU_MEMORY_H
 #include <hsakmt/hsakmt.h>
 #include <string.h>
 
-static void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
+/* The first GPU node of `sys` (its properties in `props`); 0 if there is none or a node's
+ * properties cannot be read. */
+static inline HSAuint32 first_gpu_node(const HsaSystemProperties *sys, HsaNodeProperties *props)
+{
+	for (HSAuint32 n = 0; n < sys->NumNodes; n++) {
+		if (hsaKmtGetNodeProperties(n, props) != HSAKMT_STATUS_SUCCESS)
+			return 0;
+		if (props->KFDGpuID)
+			return n;
+	}
+	return 0;
+}
+
+/* Host memory a GPU can reach, as kfdtest's HsaMemoryBuffer(host) gives it: non-paged,
+ * executable, 4 KiB pages, mapped to the GPU of `node`, zeroed. NULL on failure. */
+static inline void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
 {
 	HsaMemFlags f;
 	void *p = NULL;

@@ -58,7 +58,7 @@ int main(void)
 {
 	HsaSystemProperties sys;
 	HsaNodeProperties props;
-	HSAuint32 gpu = 0, n, size = 99;
+	HSAuint32 gpu = 0, size = 99;
 	const char *m = getenv("PCS_METHODS");
 	unsigned methods = m ? (unsigned)atoi(m) : 0;
 
@@ -67,13 +67,7 @@ int main(void)
 		printf("cannot open\n");
 		return 1;
 	}
-	for (n = 0; n < sys.NumNodes; n++) {
-		EXPECT(hsaKmtGetNodeProperties(n, &props) == HSAKMT_STATUS_SUCCESS);
-		if (props.KFDGpuID) {
-			gpu = n;
-			break;
-		}
-	}
+	gpu = first_gpu_node(&sys, &props);
 	EXPECT(gpu != 0);
 	if (getenv("PCS_OLD_KFD")) {
 		/* CHECK_KFD_MINOR_VERSION(16). */

@@ -61,19 +61,13 @@ int main(void)
 {
 	HsaSystemProperties sys;
 	HsaNodeProperties props;
-	HSAuint32 gpu = 0, n;
+	HSAuint32 gpu = 0;
 
 	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
 		printf("cannot open\n");
 		return 1;
 	}
-	for (n = 0; n < sys.NumNodes; n++) {
-		EXPECT(hsaKmtGetNodeProperties(n, &props) == HSAKMT_STATUS_SUCCESS);
-		if (props.KFDGpuID) {
-			gpu = n;
-			break;
-		}
-	}
+	gpu = first_gpu_node(&sys, &props);
 	EXPECT(gpu != 0);
 	EXPECT(hsaKmtGetNodeProperties(gpu, &props) == HSAKMT_STATUS_SUCCESS);
 	/* The runtime's part first: RUNTIME_ENABLE refuses once queues exist. */

@@ -23,20 +23,14 @@ int main(void)
 	HsaSystemProperties sys;
 	HsaNodeProperties props;
 	HsaQueueResource r, bad;
-	HSAuint32 gpu = 0, n, kid = 0;
+	HSAuint32 gpu = 0, kid = 0;
 	HSAKMT_STATUS st;
 
 	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
 		printf("cannot open\n");
 		return 1;
 	}
-	for (n = 0; n < sys.NumNodes; n++) {
-		EXPECT(hsaKmtGetNodeProperties(n, &props) == HSAKMT_STATUS_SUCCESS);
-		if (props.KFDGpuID) {
-			gpu = n;
-			break;
-		}
-	}
+	gpu = first_gpu_node(&sys, &props);
 	EXPECT(gpu != 0);
 	EXPECT(hsaKmtGetNodeProperties(gpu, &props) == HSAKMT_STATUS_SUCCESS);
 

@@ -42,20 +42,14 @@ int main(void)
 {
 	HsaSystemProperties sys;
 	HsaNodeProperties props;
-	HSAuint32 gpu = 0, n;
+	HSAuint32 gpu = 0;
 
 	EXPECT(hsaKmtSPMAcquire(1) == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
 	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
 		printf("cannot open\n");
 		return 1;
 	}
-	for (n = 0; n < sys.NumNodes; n++) {
-		EXPECT(hsaKmtGetNodeProperties(n, &props) == HSAKMT_STATUS_SUCCESS);
-		if (props.KFDGpuID) {
-			gpu = n;
-			break;
-		}
-	}
+	gpu = first_gpu_node(&sys, &props);
 	EXPECT(gpu != 0);
 
 	if (getenv("SPM_MAINLINE")) {
