@@ -3,6 +3,8 @@
 //! executed by the host's model GPU, all through the `VIRTGPU_*` ioctls; nodes that are not
 //! virtio-gpu or lack the capset are refused; a dead host fails calls with a status.
 
+mod support;
+
 use hsakmt_core::abi::generation::Record;
 use hsakmt_core::abi::hsakmt::{HsaEvent, HSA_QUEUE_SDMA};
 use hsakmt_core::Status;
@@ -10,8 +12,7 @@ use hsakmt_virtio::drm::model::ModelRenderNode;
 use hsakmt_virtio::drm::{self, DrmTransport};
 use hsakmt_virtio::guest::Guest;
 use hsakmt_virtio::proto::{self, event as pe, query as pq};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 
 /// The host process, killed when the test ends (also on a failed assertion).
@@ -34,18 +35,7 @@ impl Drop for Host {
 }
 
 fn host(name: &str) -> (Host, std::path::PathBuf) {
-    let d = std::env::temp_dir().join(format!("hsakmt-virtio-drm-{}-{name}", std::process::id()));
-    let _ = std::fs::create_dir_all(&d);
-    let sock = d.join("sock");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hsakmt-virtio-host"))
-        .arg(&sock)
-        .env("HSAKMT_MODEL", "mi300x")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the host runs");
-    let mut line = String::new();
-    BufReader::new(c.stdout.take().expect("piped")).read_line(&mut line).expect("the host says it listens");
-    assert_eq!(line.trim(), "listening");
+    let (c, sock) = support::spawn_host(&format!("drm-{name}"));
     (Host(c), sock)
 }
 

@@ -1,33 +1,16 @@
 //! Guest and host in different processes over the loopback transport, on the model.
 
+mod support;
+
 use hsakmt_core::abi::generation::Record;
 use hsakmt_core::Status;
 use hsakmt_virtio::guest::{Guest, Loopback, Transport};
 use hsakmt_virtio::host::ModelHost;
 use hsakmt_virtio::proto::{self, ccmd, query as pq};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("hsakmt-virtio-{}-{name}", std::process::id()));
-    let _ = std::fs::create_dir_all(&d);
-    d.join("sock")
-}
-
-/// The host binary in a process of its own, ready when it says so.
-fn host(name: &str) -> (Child, std::path::PathBuf) {
-    let sock = scratch(name);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hsakmt-virtio-host"))
-        .arg(&sock)
-        .env("HSAKMT_MODEL", "mi300x")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the host runs");
-    let mut line = String::new();
-    BufReader::new(c.stdout.take().expect("piped")).read_line(&mut line).expect("the host says it listens");
-    assert_eq!(line.trim(), "listening");
-    (c, sock)
-}
+use support::{socket_path as scratch, spawn_host as host};
 
 fn new_wire_to_ours(r: Record, wire: &[u8]) -> Vec<u8> {
     let mut ours = vec![0u8; r.newest_size()];
