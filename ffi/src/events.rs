@@ -104,11 +104,12 @@ pub unsafe extern "C" fn hsaKmtResetEvent(Event: *mut HsaEvent) -> HSAKMT_STATUS
 /// for a lock of ours when it answers at once (a ping-pong of events).
 fn set_reset(ev: *mut HsaEvent, set: bool) -> KmtResult<()> {
     published::check_open()?;
+    let epoch = published::epoch();
     let (id, ty) = entry(ev)?;
     if is_system_event(ty) {
         return Err(Status::ERROR);
     }
-    published::with_port(|kfd| event::set_reset(kfd, set, id))?
+    published::with_port_at(epoch, |kfd| event::set_reset(kfd, set, id))?
 }
 
 /// # Safety
@@ -228,6 +229,8 @@ unsafe fn wait_multiple(
         if n > event::MAX_WAIT_EVENTS {
             return Err(Status::NO_MEMORY);
         }
+        // The ids below are used only on the port of the context they were looked up in.
+        let epoch = published::epoch();
         // SAFETY: the C caller promises `n` readable pointers.
         let ptrs = unsafe { std::slice::from_raw_parts(evs, n) };
         let mut ages = if ages.is_null() {
@@ -269,9 +272,9 @@ unsafe fn wait_multiple(
             event::wait(&*kfd, data, all, ms)
         } else if ms == 0 {
             // A poll never sleeps: it may run on the published port.
-            published::with_port(|kfd| event::wait(kfd, data, all, 0))?
+            published::with_port_at(epoch, |kfd| event::wait(kfd, data, all, 0))?
         } else {
-            let kfd = published::port_arc()?;
+            let kfd = published::port_arc_at(epoch)?;
             event::wait(&*kfd, data, all, ms)
         };
         // Exception data only exists for memory and HW-exception events: skip the lock otherwise.

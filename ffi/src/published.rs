@@ -16,6 +16,12 @@
 //!   sequence lock: readers retry while a writer (one at a time: the thunk lock) changes it.
 //!   Addresses are compared, never dereferenced. An event that does not fit (more than half
 //!   the table in use) is not indexed, and a miss then falls back to the context (locked).
+//! - **Epoch.** A count of context changes, raised by `publish` after it empties the event
+//!   index and before it swaps the port. A caller reads it before looking its events up and
+//!   hands it to `with_port_at`/`port_arc_at`, which answer INVALID_HANDLE when the port they
+//!   load is a later context's: an event id is only ever used on the port of its own context
+//!   (a close and reopen between the lookup and the ioctl would otherwise send the old
+//!   context's id to the new one).
 
 use hsakmt_core::abi::hsakmt::HsaVersionInfo;
 use hsakmt_core::context::Thunk;
@@ -30,6 +36,8 @@ static ON_MODEL: AtomicBool = AtomicBool::new(false);
 static PORT: AtomicPtr<Arc<dyn Kfd>> = AtomicPtr::new(std::ptr::null_mut());
 /// Callers between `with_port`'s load of `PORT` and their last use of the port.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Context changes so far (see the module documentation).
+static EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// Publish the thunk's open state; called with the thunk lock held after every open and close.
 pub fn publish(t: &Thunk) {
@@ -47,6 +55,7 @@ pub fn publish(t: &Thunk) {
         // A new context, or none: its predecessor's events and port go.
         OPEN_PID.store(0, Ordering::Release);
         EVENTS.clear();
+        EPOCH.fetch_add(1, Ordering::SeqCst);
         let new = ctx.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(c.kfd_shared())));
         let old = PORT.swap(new, Ordering::SeqCst);
         if !old.is_null() {
@@ -116,12 +125,41 @@ pub fn port_arc() -> KmtResult<Arc<dyn Kfd>> {
     in_flight(Arc::clone)
 }
 
+/// The current epoch: read it before looking events up in `EVENTS`.
+#[inline]
+pub fn epoch() -> u64 {
+    EPOCH.load(Ordering::SeqCst)
+}
+
+/// `with_port` for event ids looked up after reading `epoch`: INVALID_HANDLE when the port is
+/// a later context's (the events are gone with theirs).
+#[inline]
+pub fn with_port_at<R>(epoch: u64, f: impl FnOnce(&dyn Kfd) -> R) -> KmtResult<R> {
+    in_flight_at(Some(epoch), |port| f(&**port))
+}
+
+/// `port_arc` for event ids looked up after reading `epoch` (see `with_port_at`).
+#[inline]
+pub fn port_arc_at(epoch: u64) -> KmtResult<Arc<dyn Kfd>> {
+    in_flight_at(Some(epoch), Arc::clone)
+}
+
 #[inline]
 fn in_flight<R>(f: impl FnOnce(&Arc<dyn Kfd>) -> R) -> KmtResult<R> {
+    in_flight_at(None, f)
+}
+
+#[inline]
+fn in_flight_at<R>(epoch: Option<u64>, f: impl FnOnce(&Arc<dyn Kfd>) -> R) -> KmtResult<R> {
     check_open()?;
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
     let _in_flight = InFlight;
     let p = PORT.load(Ordering::SeqCst);
+    // The epoch rises before the port is swapped: a port loaded after a change is seen with
+    // the raised epoch.
+    if epoch.is_some_and(|e| EPOCH.load(Ordering::SeqCst) != e) {
+        return Err(Status::INVALID_HANDLE);
+    }
     // SAFETY: a non-NULL `PORT` stays allocated while we are in flight (see `publish`).
     match unsafe { p.as_ref() } {
         Some(port) => Ok(f(port)),
