@@ -1,4 +1,4 @@
-//! Wave launch and execution for gfx90a (wave64). A dispatch runs its workgroups one after
+//! Wave launch and execution (gfx90a; wave64 or wave32 lanes). A dispatch runs its workgroups one after
 //! another; a workgroup's waves are interleaved (each runs until `s_barrier`, its end or a
 //! slice of [`SLICE`] instructions), so barriers and the workgroup's LDS work across waves.
 //! Every global memory access goes through the GPU page table (`Exec::read` / `Exec::write`),
@@ -17,6 +17,7 @@ use std::collections::HashMap;
 /// Most wave-instructions one dispatch may execute: past it the queue stops (a runaway
 /// kernel does not stall the engine forever).
 pub const MAX_WAVE_INSTRUCTIONS: u64 = 1 << 27;
+/// Lanes a wave's registers hold (wave64; a wave32 uses the first 32).
 const LANES: usize = 64;
 /// Instructions a wave of a multi-wave workgroup runs before the next wave gets its turn
 /// (waves spinning on each other's LDS or memory writes still make progress).
@@ -44,6 +45,8 @@ struct Wave {
     s: [u32; 128],
     scc: bool,
     v: Vec<[u32; LANES]>,
+    /// The wave's size: 64, or 32 (EXEC and VCC are then the low SGPR of their pairs).
+    lanes: usize,
     pc: u64,
     /// Waves in the wave's workgroup.
     waves: u32,
@@ -60,8 +63,20 @@ enum Yield {
 }
 
 impl Wave {
+    /// EXEC: the lanes that run (wave32: exec_lo only).
     fn exec(&self) -> u64 {
-        u64::from(self.s[126]) | u64::from(self.s[127]) << 32
+        self.mask(EXEC)
+    }
+
+    /// A lane mask in the SGPR (pair) at `c`: 64 bits in wave64, 32 in wave32.
+    fn mask(&self, c: u16) -> u64 {
+        let c = usize::from(c);
+        let lo = u64::from(self.s[c]);
+        if self.lanes == 32 {
+            lo
+        } else {
+            lo | u64::from(self.s.get(c + 1).copied().unwrap_or(0)) << 32
+        }
     }
 }
 
@@ -92,6 +107,7 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
     if d.user_sgprs_requested() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
         return refuse("kernel descriptor asks for more user SGPRs than USER_SGPR_COUNT");
     }
+    let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
     let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
     let vgprs = d.vgprs_gfx90a();
     let k = &l.k;
@@ -111,8 +127,8 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
         return refuse("private segment larger than the model's 64 KiB per work-item");
     }
     let wg_items = (wg[0] * wg[1] * wg[2]) as usize;
-    let wave_bytes = lane_bytes as usize * LANES;
-    let mut scratch = vec![0u8; wave_bytes * wg_items.div_ceil(LANES)];
+    let wave_bytes = lane_bytes as usize * lanes;
+    let mut scratch = vec![0u8; wave_bytes * wg_items.div_ceil(lanes)];
     let mut cache: HashMap<u64, Inst> = HashMap::new();
     let mut budget = MAX_WAVE_INSTRUCTIONS;
     let mut pool: Vec<Wave> = Vec::new();
@@ -123,10 +139,10 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
                 // Partial workgroups at the grid's end.
                 let size = [0, 1, 2].map(|i| wg[i].min(k.grid_size[i] - gid[i] * wg[i]));
                 let items = size[0] * size[1] * size[2];
-                let waves = items.div_ceil(LANES as u32);
+                let waves = items.div_ceil(lanes as u32);
                 while pool.len() < waves as usize {
                     let v = vec![[0; LANES]; vgprs];
-                    pool.push(Wave { s: [0; 128], scc: false, v, pc: entry, waves: 1, ended: false, at_barrier: false });
+                    pool.push(Wave { s: [0; 128], scc: false, v, lanes, pc: entry, waves: 1, ended: false, at_barrier: false });
                 }
                 for (wave_no, w) in pool.iter_mut().take(waves as usize).enumerate() {
                     launch(x, d, l, w, entry, gid, size, wave_no as u32, waves, (wave_no * wave_bytes) as u32);
@@ -256,8 +272,8 @@ fn launch(
     }
     let items = size[0] * size[1] * size[2];
     let mut exec = 0u64;
-    for lane in 0..LANES {
-        let flat = wave_no * LANES as u32 + lane as u32;
+    for lane in 0..w.lanes {
+        let flat = (wave_no as usize * w.lanes + lane) as u32;
         if flat < items {
             exec |= 1 << lane;
             let (tx, ty, tz) = (flat % size[0], (flat / size[0]) % size[1], flat / (size[0] * size[1]));
@@ -267,7 +283,7 @@ fn launch(
         }
     }
     w.s[126] = exec as u32;
-    w.s[127] = (exec >> 32) as u32;
+    w.s[127] = if w.lanes == 32 { 0 } else { (exec >> 32) as u32 };
 }
 
 /// Fetch and decode the instruction at `pc` (cached per dispatch).
@@ -323,7 +339,7 @@ fn run(
                 10 => return Ok(Yield::Barrier),
                 18 => return Err(Stop::Trap),
                 op => {
-                    let vcc = u64::from(w.s[106]) | u64::from(w.s[107]) << 32;
+                    let vcc = w.mask(VCC);
                     let take = match op {
                         2 => true,
                         4 => !w.scc,
@@ -375,7 +391,7 @@ fn sval(w: &Wave, c: u16, lit: u32) -> Result<u32, Stop> {
         193..=208 => (-(i32::from(c) - 192)) as u32,
         240..=247 => [0.5f32, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0][usize::from(c - 240)].to_bits(),
         248 => 0x3e22_f983,
-        251 => u32::from(w.s[106] == 0 && w.s[107] == 0),
+        251 => u32::from(w.mask(VCC) == 0),
         252 => u32::from(w.exec() == 0),
         253 => u32::from(w.scc),
         LITERAL => lit,
@@ -393,6 +409,16 @@ fn sval64(w: &Wave, c: u16, lit: u32) -> Result<u64, Stop> {
     }
 }
 
+/// A lane-mask source (a carry-in, v_cndmask's mask): an SGPR (pair) or a constant, as wide as
+/// the wave.
+fn mask_operand(w: &Wave, c: u16) -> Result<u64, Stop> {
+    if w.lanes == 32 {
+        Ok(u64::from(sval(w, c, 0)?))
+    } else {
+        sval64(w, c, 0)
+    }
+}
+
 fn sreg64(w: &Wave, c: u16) -> Result<u64, Stop> {
     sval64(w, c, 0)
 }
@@ -405,6 +431,17 @@ fn set_s64(w: &mut Wave, c: u16, v: u64) -> Result<(), Stop> {
     w.s[r] = v as u32;
     w.s[r + 1] = (v >> 32) as u32;
     Ok(())
+}
+
+/// Write a lane mask (a compare's result, a carry-out): an SGPR pair in wave64, one SGPR in
+/// wave32.
+fn set_mask(w: &mut Wave, c: u16, m: u64) -> Result<(), Stop> {
+    if w.lanes == 32 {
+        w.s[sdst_index(c)?] = m as u32;
+        Ok(())
+    } else {
+        set_s64(w, c, m)
+    }
 }
 
 fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
@@ -651,7 +688,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 };
                 m |= u64::from(r) << lane;
             }
-            set_s64(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m)?;
+            set_mask(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m)?;
         }
         1 => {
             if op == 0 {
@@ -683,9 +720,9 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             // Carry / mask in: VCC (e32) or src2 (e64); carry out: VCC (e32) or sdst (e64).
             let cin = if carry_in(op) {
                 if i.enc == Enc::Vop2 {
-                    sreg64(w, VCC)?
+                    w.mask(VCC)
                 } else {
-                    sreg64(w, i.src[2])?
+                    mask_operand(w, i.src[2])?
                 }
             } else {
                 0
@@ -743,11 +780,11 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 cout |= u64::from(carry) << lane;
             }
             if carry_out(op) {
-                set_s64(w, if i.enc == Enc::Vop2 { VCC } else { i.sdst }, cout)?;
+                set_mask(w, if i.enc == Enc::Vop2 { VCC } else { i.sdst }, cout)?;
             }
         }
         _ if op == 0x289 => {
-            let lane = (get(w, s1, 0) & 63) as usize;
+            let lane = get(w, s1, 0) as usize & (w.lanes - 1);
             w.s[sdst_index(i.dst)?] = get(w, s0, lane);
         }
         _ => {
@@ -805,7 +842,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 }
             }
             if op == 0x1e8 {
-                set_s64(w, i.sdst, cout)?;
+                set_mask(w, i.sdst, cout)?;
             }
         }
     }
@@ -1405,7 +1442,7 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
             };
             m |= u64::from(r) << lane;
         }
-        return set_s64(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m);
+        return set_mask(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m);
     }
     let dst = vdst(w, i.dst, i.sig[0])?;
     for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
