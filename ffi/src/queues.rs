@@ -302,6 +302,7 @@ unsafe fn create(g: Generation, r: Request, event: *mut HsaEvent, res: *mut u8) 
         // SAFETY: the C caller's contract: the ring, the AQL pointers and the error-reason word
         // are theirs to share with the GPU until the queue is destroyed.
         let created = with_ctx_mut(|c| unsafe { c.create_queue(&req) })?;
+        crate::log::debug(format_args!("{}: node {} type {} -> queue {}\n", r.name, r.node, r.ty, created.queue_id));
         q.QueueId = created.queue_id;
         q.__anon_union_1 = HsaQueueResource__anon_union_1 { QueueDoorBell: created.doorbell };
         q.__anon_union_2 = HsaQueueResource__anon_union_2 { QueueWptrValue: created.wptr };

@@ -160,6 +160,11 @@ fn find_cdylib() -> PathBuf {
 /// Run `args` through the harness on `model`, the environment cleaned of every ROCm / HSA /
 /// hsakmt variable (and preloads) so that `HSAKMT_MODEL` is the only one the clients see.
 fn run_client(model: &str, args: &[&str]) -> Output {
+    run_client_env(model, &[], args)
+}
+
+/// As [`run_client`], with `env` set too (after the cleaning).
+fn run_client_env(model: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
     let s = setup();
     let mut cmd = Command::new("timeout");
     cmd.args(["-k", "10", "600", "bash"]).arg(&s.harness).arg("--lib").arg(&s.lib).arg("--").args(args);
@@ -170,6 +175,7 @@ fn run_client(model: &str, args: &[&str]) -> Output {
         }
     }
     cmd.env("HSAKMT_MODEL", model);
+    cmd.envs(env.iter().copied());
     cmd.output().unwrap_or_else(|e| panic!("cannot run the harness: {e}"))
 }
 
@@ -379,6 +385,46 @@ fn queue_errors_on(model: &str) {
     for line in ["queue error agent-dispatch status 0x1009", "queue error empty-grid status 0x100d", "OK"] {
         assert!(out.lines().any(|l| l == line), "queue errors on {model}: want {line:?}\n{out}");
     }
+}
+
+/// The runtime's own blit kernels (issue 14): with `HSA_ENABLE_SDMA=0` ROCm 5.2 copies and fills
+/// with the GPU machine code it carries (its copy-aligned, copy-misaligned and fill shaders),
+/// dispatched on an AQL queue; the model runs that code. `hsa_blit.c` copies host -> VRAM ->
+/// host, VRAM -> VRAM (aligned, and at odd offsets and sizes), fills VRAM and host memory, and
+/// checks every byte against its own CPU computation. Our `hsaKmtCreateQueue` log
+/// (`HSAKMT_DEBUG_LEVEL=7`) shows that the runtime made compute AQL queues only, no SDMA queue:
+/// the bytes were moved by kernels.
+fn blit_kernels_on(model: &str) {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = EXE.get_or_init(|| hsa_client("hsa_blit"));
+    let o = run_client_env(model, &[("HSA_ENABLE_SDMA", "0"), ("HSAKMT_DEBUG_LEVEL", "7")], &[exe.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "blit kernels on {model} failed:\n{}", show(&o));
+    for line in [
+        "ok host->vram->host 1048576",
+        "ok vram->vram 1048576",
+        "ok misaligned vram->vram 100003",
+        "ok misaligned host<->vram 4097 8191",
+        "ok fill 262144 dwords, 1000 at 37",
+        "ok host fill 333 dwords",
+        "blit OK",
+    ] {
+        assert!(out.lines().any(|l| l == line), "blit kernels on {model}: want {line:?}\n{out}");
+    }
+    // "hsaKmtCreateQueue: node N type T -> queue Q" (ffi/src/queues.rs); HSA_QUEUE_COMPUTE_AQL
+    // is 21 in hsakmttypes.h.
+    let err = String::from_utf8_lossy(&o.stderr);
+    let types: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("hsakmt: hsaKmtCreateQueue"))
+        .filter_map(|l| l.split(" type ").nth(1)?.split(' ').next())
+        .collect();
+    assert!(!types.is_empty() && types.iter().all(|&t| t == "21"), "blit kernels on {model}: queue types {types:?}\n{err}");
+}
+
+#[test]
+fn blit_kernels_on_mi210_gfx90a() {
+    blit_kernels_on("mi210");
 }
 
 #[test]

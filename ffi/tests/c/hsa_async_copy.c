@@ -4,7 +4,7 @@
  * queue), and back to host memory; the data must arrive unchanged. Every copy runs on the
  * runtime's SDMA queues with its default settings (the HDP flush first). With one GPU the
  * GPU-to-GPU step is left out: the runtime copies within one GPU with a blit kernel, real
- * machine code the model does not run yet.
+ * machine code that only the gfx90a model runs (hsa_blit.c tests those kernels).
  *
  * Usage: hsa_async_copy    prints "copies OK: ..." and exits 0, else "FAIL ..." and 1.
  */
