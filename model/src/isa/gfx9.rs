@@ -444,7 +444,8 @@ fn find(t: &[Row], op: u32) -> Option<&Row> {
     t.iter().find(|r| u32::from(r.0) == op)
 }
 
-fn blank(enc: Enc, row: &Row) -> Inst {
+/// An instruction of `row` with every operand field empty (gfx11.rs builds its `sem` from it).
+pub fn blank(enc: Enc, row: &(u16, &'static str, [u8; 4])) -> Inst {
     Inst {
         enc,
         op: row.0,

@@ -8,5 +8,6 @@
 
 pub mod descriptor;
 pub mod elf;
+pub mod gfx11;
 pub mod gfx9;
 pub(crate) mod wave;
