@@ -421,6 +421,49 @@ fn sixty_four_bit_and_f16_arithmetic_match_the_cpu() {
     }
 }
 
+/// float2 arithmetic compiles to gfx90a's packed f32 VOP3P: v_pk_add_f32, v_pk_mul_f32 with a
+/// swizzle (op_sel), v_pk_fma_f32 with negations (neg_lo/neg_hi) and an SGPR-pair source, and
+/// v_pk_mov_b32 of an SGPR pair (the code is checked to hold them). 200 work-items: the last
+/// wave is partial.
+#[test]
+fn packed_f32_arithmetic_matches_the_cpu() {
+    let f = setup();
+    let listing = objdump(&code_object().1);
+    for want in ["v_pk_add_f32", "v_pk_mul_f32", "v_pk_fma_f32", "v_pk_mov_b32"] {
+        assert!(listing.iter().any(|(t, _)| t.starts_with(want)), "clang-19 no longer emits {want} for kernels.cl");
+    }
+    let n = 200usize;
+    let (a, b, out) = (DATA, DATA + 0x10000, DATA + 0x20000);
+    let val = |i: usize, s: f32| (i as f32 * 0.731 - 50.3) * s + 1.0 / (i as f32 + 3.0);
+    let av: Vec<[f32; 2]> = (0..n).map(|i| [val(i, 1.0), val(i, -2.5)]).collect();
+    let bv: Vec<[f32; 2]> = (0..n).map(|i| [val(i + 7, 0.37), val(i * 3, 1.9)]).collect();
+    let k = [1.000_000_1f32, -3.25];
+    let flat = |v: &[[f32; 2]]| v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    f.m.gpu_write(f.g, a, &flat(&av)).unwrap();
+    f.m.gpu_write(f.g, b, &flat(&bv)).unwrap();
+    f.m.gpu_write(f.g, out, &vec![0xffu8; 5 * 8 * (n + 64)]).unwrap();
+    let kbits = u64::from(k[0].to_bits()) | u64::from(k[1].to_bits()) << 32;
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("packed"), n as u32, 64), &args(&[a, b, out, kbits]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let o = f.words(out, 10 * (n + 64));
+    for i in 0..n {
+        let ([x0, x1], [y0, y1]) = (av[i], bv[i]);
+        // clang contracts a * b + c into one fma (OpenCL's default), so those are mul_add here.
+        let want = [
+            [x0 + y0, x1 + y1],
+            [x0 * y1, x1 * y0],
+            [x0.mul_add(y0, -y1), x1.mul_add(y1, x0)],
+            [(-x1).mul_add(k[0], -y0), x0.mul_add(k[1], -y1)],
+            k,
+        ];
+        for (j, w) in want.iter().enumerate() {
+            let at = 2 * (5 * i + j);
+            assert_eq!([o[at], o[at + 1]], [w[0].to_bits(), w[1].to_bits()], "out[{}] (i {i}, part {j})", 5 * i + j);
+        }
+    }
+    assert!(o[10 * n..].iter().all(|&w| w == !0), "nothing written past the grid");
+}
+
 #[test]
 fn a_kernel_that_traps_stops_its_queue_and_writes_the_queue_inactive_signal() {
     let f = setup();

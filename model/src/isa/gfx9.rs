@@ -21,6 +21,8 @@ pub enum Enc {
     Vop1,
     Vopc,
     Vop3,
+    /// VOP3P: gfx90a's packed f32 arithmetic and 64-bit moves.
+    Vop3p,
     Flat,
     Ds,
     Mubuf,
@@ -273,6 +275,15 @@ const VOP3: &[Row] = &[
     (0x291, "v_ashrrev_i64", [2, 1, 2, 0]),
 ];
 
+/// VOP3P opcodes gfx90a adds (operands are 64-bit: two f32 halves or one b64): clang's float2
+/// arithmetic and 64-bit moves, the HIP runtime's blit kernels (`v_pk_mov_b32`).
+const VOP3P: &[Row] = &[
+    (0x30, "v_pk_fma_f32", [2, 2, 2, 2]),
+    (0x31, "v_pk_mul_f32", [2, 2, 2, 0]),
+    (0x32, "v_pk_add_f32", [2, 2, 2, 0]),
+    (0x33, "v_pk_mov_b32", [2, 2, 2, 0]),
+];
+
 /// FLAT / GLOBAL memory opcodes: (opcode, suffix, dwords, is store).
 const FLAT: &[(u16, &str, u8, bool)] = &[
     (16, "load_ubyte", 1, false),
@@ -415,9 +426,11 @@ pub struct Inst {
     /// Source operand codes (0..=255 scalar and constants, 256.. VGPRs).
     pub src: [u16; 3],
     pub lit: u32,
-    /// SOPP / SOPK simm16 (sign-extended), SMEM byte offset, FLAT offset.
+    /// SOPP / SOPK simm16 (sign-extended), SMEM byte offset, FLAT offset; VOP3P:
+    /// `op_sel | op_sel_hi << 3` (a bit per source).
     pub imm: i32,
-    /// VOP3 modifiers: abs and neg bit masks per source, clamp, output modifier.
+    /// VOP3 modifiers: abs and neg bit masks per source, clamp, output modifier. VOP3P:
+    /// `neg` is neg_lo and `abs` neg_hi (the same encoding bits).
     pub abs: u8,
     pub neg: u8,
     pub clamp: bool,
@@ -589,6 +602,23 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         i.dst = ((d >> 17) & 0xff) as u16;
         i.src = [(d & 0x1ff) as u16, 256 + ((d >> 9) & 0xff) as u16, VCC];
         return with_literal(i);
+    }
+    if d >> 23 == 0x1a7 {
+        let e = second?;
+        let mut i = blank(Enc::Vop3p, find(VOP3P, (d >> 16) & 0x7f)?);
+        i.len = 8;
+        i.dst = (d & 0xff) as u16;
+        i.src = [(e & 0x1ff) as u16, ((e >> 9) & 0x1ff) as u16, ((e >> 18) & 0x1ff) as u16];
+        i.neg = ((e >> 29) & 7) as u8;
+        i.abs = ((d >> 8) & 7) as u8;
+        i.clamp = d & (1 << 15) != 0;
+        let (op_sel, op_sel_hi) = ((d >> 11) & 7, ((e >> 27) & 3) | ((d >> 14) & 1) << 2);
+        i.imm = (op_sel | op_sel_hi << 3) as i32;
+        // No literal in VOP3P on gfx9.
+        if i.src.contains(&LITERAL) {
+            return None;
+        }
+        return Some(i);
     }
     if d >> 26 == 0b110100 {
         let e = second?;
@@ -863,6 +893,32 @@ impl fmt::Display for Inst {
                     3 => f.write_str(" div:2"),
                     _ => Ok(()),
                 }
+            }
+            Enc::Vop3p => {
+                let nsrc = self.sig[1..].iter().take_while(|&&w| w != 0).count();
+                let srcs: Vec<String> = (0..nsrc).map(|k| self.s(k).to_string()).collect();
+                write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
+                // LLVM prints a modifier list when it differs from its default (op_sel and the
+                // negations all 0, op_sel_hi all 1), one entry per source.
+                let list = |bits: u32| (0..nsrc).map(|k| (bits >> k & 1).to_string()).collect::<Vec<_>>().join(",");
+                let mask = (1u32 << nsrc) - 1;
+                let (op_sel, op_sel_hi) = (self.imm as u32 & 7, (self.imm as u32 >> 3) & 7);
+                if op_sel & mask != 0 {
+                    write!(f, " op_sel:[{}]", list(op_sel))?;
+                }
+                if op_sel_hi & mask != mask {
+                    write!(f, " op_sel_hi:[{}]", list(op_sel_hi))?;
+                }
+                if u32::from(self.neg) & mask != 0 {
+                    write!(f, " neg_lo:[{}]", list(u32::from(self.neg)))?;
+                }
+                if u32::from(self.abs) & mask != 0 {
+                    write!(f, " neg_hi:[{}]", list(u32::from(self.abs)))?;
+                }
+                if self.clamp {
+                    f.write_str(" clamp")?;
+                }
+                Ok(())
             }
             Enc::Ds => {
                 let sig = self.sig;

@@ -367,6 +367,7 @@ fn run(
             }
             Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => scalar(w, &i)?,
             Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => vector(w, &i)?,
+            Enc::Vop3p => packed(w, &i)?,
             Enc::Flat if i.atomic => atomic(x, w, &i)?,
             Enc::Flat => memory(x, w, &i)?,
             Enc::Ds => ds(w, mem.lds, &i)?,
@@ -1380,6 +1381,55 @@ fn ldexp(mut x: f64, n: i32) -> f64 {
         n -= k;
     }
     x
+}
+
+/// VOP3P (gfx90a): `v_pk_{fma,mul,add}_f32` work on two f32 halves of 64-bit operands: the low
+/// result from the halves `op_sel` picks (0 low, 1 high) negated by `neg_lo`, the high result
+/// from those `op_sel_hi` picks negated by `neg_hi`. `v_pk_mov_b32` writes the half of src0
+/// `op_sel[0]` picks to the low dword and the half of src1 `op_sel[1]` picks to the high one.
+/// Sources: VGPR pairs, SGPR pairs, the constant 0. Other inline constants (how the hardware
+/// widens them to two halves is not modelled) and `clamp` are refused.
+fn packed(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    if i.clamp {
+        return Err(Stop::Illegal("VOP3P clamp is not modelled yet"));
+    }
+    let nsrc = if i.op == 0x30 { 3 } else { 2 };
+    let mov = i.op == 0x33;
+    if mov && (i.neg | i.abs) != 0 {
+        return Err(Stop::Illegal("neg_lo/neg_hi on v_pk_mov_b32"));
+    }
+    let mut srcs = [VSrc64::K(0); 3];
+    for (s, &c) in srcs.iter_mut().zip(&i.src).take(nsrc) {
+        *s = match c {
+            0..=128 | 256.. => vsrc64(w, c, 0, false)?,
+            _ => return Err(Stop::Illegal("a VOP3P inline constant other than 0")),
+        };
+    }
+    let (op_sel, op_sel_hi) = (i.imm as u32 & 7, (i.imm as u32 >> 3) & 7);
+    let half = |v: u64, hi: bool| if hi { (v >> 32) as u32 } else { v as u32 };
+    let dst = vdst(w, i.dst, 2)?;
+    let exec = w.exec();
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let v = srcs.map(|s| get64(w, s, lane));
+        let (lo, hi) = if mov {
+            (half(v[0], op_sel & 1 != 0), half(v[1], op_sel & 2 != 0))
+        } else {
+            let pick = |k: usize, sel: u32, neg: u8| f(half(v[k], sel >> k & 1 != 0) ^ u32::from(neg >> k & 1) << 31);
+            let lane_op = |sel: u32, neg: u8| -> u32 {
+                let (a, b, c) = (pick(0, sel, neg), pick(1, sel, neg), pick(2, sel, neg));
+                match i.op {
+                    0x30 => a.mul_add(b, c),
+                    0x31 => a * b,
+                    _ => a + b,
+                }
+                .to_bits()
+            };
+            (lane_op(op_sel, i.neg), lane_op(op_sel_hi, i.abs))
+        };
+        w.v[dst][lane] = lo;
+        w.v[dst + 1][lane] = hi;
+    }
+    Ok(())
 }
 
 /// f64 and 64-bit integer VALU ops (VOP1/VOP2/VOPC and their VOP3 forms, VOP3-only).

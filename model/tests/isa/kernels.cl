@@ -108,3 +108,14 @@ __kernel void trap(__global uint *d) {
   if (d[0] == 13) __builtin_trap();
   d[2] = 2;
 }
+// float2 arithmetic: gfx90a's packed f32 VOP3P (v_pk_add/mul/fma_f32, v_pk_mov_b32), with
+// swizzles (op_sel) and negations (neg_lo/neg_hi).
+__kernel void packed(__global const float2 *a, __global const float2 *b, __global float2 *out, float2 k) {
+  uint i = gid();
+  float2 x = a[i], y = b[i];
+  out[5 * i] = x + y;
+  out[5 * i + 1] = x * y.yx;
+  out[5 * i + 2] = fma(x, y, (float2)(-y.y, x.x));
+  out[5 * i + 3] = (float2)(-x.y, x.x) * k - y;
+  out[5 * i + 4] = k;
+}

@@ -281,3 +281,18 @@ v_subrev_f16_e32 v0, v1, v2
 v_fma_f32 v0, -v1, v2, |v3|
 v_mul_f32_e64 v0, -v1, -v2
 s_endpgm
+// VOP3P (gfx90a packed f32, 64-bit moves)
+v_pk_mov_b32 v[2:3], s[16:17], s[16:17] op_sel:[0,1]
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5]
+v_pk_mov_b32 v[0:1], v[2:3], v[4:5] op_sel:[1,0]
+v_pk_mov_b32 v[0:1], 0, v[4:5] op_sel:[1,1]
+v_pk_mov_b32 v[0:1], vcc, v[2:3] op_sel:[1,0]
+v_pk_add_f32 v[0:1], v[2:3], v[4:5]
+v_pk_add_f32 v[0:1], v[2:3], s[4:5] op_sel:[1,0] op_sel_hi:[0,1]
+v_pk_add_f32 v[0:1], v[2:3], 1.0
+v_pk_add_f32 v[0:1], v[2:3], v[4:5] clamp
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] neg_lo:[1,0] neg_hi:[0,1]
+v_pk_mul_f32 v[0:1], v[2:3], v[4:5] op_sel_hi:[0,0]
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7]
+v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] op_sel:[0,0,1] op_sel_hi:[1,1,0]
+v_pk_fma_f32 v[4:5], v[2:3], s[8:9], v[6:7] neg_lo:[0,0,1] neg_hi:[1,1,0]
