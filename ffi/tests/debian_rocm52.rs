@@ -2,7 +2,9 @@
 //! (issue 8's acceptance): `rocminfo` (package rocminfo) and an HSA program of ours built against
 //! the runtime's headers and linked to `libhsa-runtime64.so.1` (libhsa-runtime-dev,
 //! libhsa-runtime64-1), on the gfx900 (`mi25`) and gfx90a (`mi210`) systems, with no variable
-//! but `HSAKMT_MODEL`, and rocminfo also under valgrind with no memory errors.
+//! but `HSAKMT_MODEL`, and rocminfo also under valgrind with no memory errors. Issue 14's: the
+//! runtime's blit kernels, and a HIP program built by Debian's `hipcc` 5.2 (hipcc,
+//! libamdhip64-dev), run their gfx90a machine code on the `mi210` model.
 //!
 //! The clients run through `tools/foreign-client/run.sh`: a private mount namespace with
 //! stand-ins for what rocminfo checks before it starts (an `lsmod` that lists amdgpu, an empty
@@ -455,6 +457,67 @@ fn hsa_program_on_mi25_gfx900() {
 #[test]
 fn hsa_program_on_mi210_gfx90a() {
     hsa_program_on("mi210");
+}
+
+// ------------------------------------------------------------------------------------------
+// HIP: Debian's hipcc and libamdhip64 5.2
+
+const HIPCC: &str = "/usr/bin/hipcc";
+const HIP_PACKAGES: &str = "hipcc libamdhip64-dev";
+
+/// `tests/hip/hip_vector_add.hip` built by Debian's `hipcc` (clang-15, the HIP headers and
+/// rocm-device-libs) for gfx90a: the user's kernel is a code object in the executable's offload
+/// bundle, loaded by libamdhip64 through the HSA runtime.
+fn hip_program() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let s = setup();
+        assert!(
+            Path::new(HIPCC).exists() && Path::new("/usr/include/hip/hip_runtime.h").exists(),
+            "debian_rocm52: Debian's HIP 5.2 missing ({HIPCC}, /usr/include/hip): apt-get install -y --no-install-recommends \
+             {HIP_PACKAGES} (.ci/run does it)"
+        );
+        let src = Path::new(MANIFEST).join("tests/hip/hip_vector_add.hip");
+        let out = s.work.join("hip_vector_add");
+        let o = Command::new(HIPCC).args(["--offload-arch=gfx90a", "-O2", "-Wall", "-Werror"]).arg(&src).arg("-o").arg(&out).output();
+        let o = o.unwrap_or_else(|e| panic!("cannot run {HIPCC} ({e}): apt-get install {HIP_PACKAGES}"));
+        assert!(o.status.success(), "hipcc {} failed:\n{}", src.display(), show(&o));
+        out
+    })
+}
+
+/// A HIP vector add on the gfx90a model (issue 14): hipMalloc, hipMemcpy host -> device
+/// (pageable memory the runtime stages through its own buffers), the kernel launch (the user's
+/// code object from hipcc), hipMemcpy device -> host, hipMemset (the HIP runtime's own fill
+/// kernel, compiled at run time through libamd_comgr) and a device -> device copy (its copy
+/// kernel), each result checked by the program against its CPU computation. The device HIP
+/// reports is the catalogue's GPU.
+#[test]
+fn hip_vector_add_on_mi210_gfx90a() {
+    let model = "mi210";
+    let e = expect(model);
+    let exe = hip_program().to_str().unwrap().to_string();
+    let n = 1 << 20;
+    let o = run_client(model, &[&exe, &n.to_string()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let what = format!("the HIP vector add on {model} ({})", e.gfx);
+    assert!(o.status.success(), "{what} failed:\n{}", show(&o));
+    let has = |line: &str| out.lines().any(|l| l == line);
+    assert!(has(&format!("devices {}", e.gpus)), "{what}: device count\n{out}");
+    // "device <name> <gcnArchName> cus <n>": gcnArchName is the ISA name with its features
+    // (gfx90a:sramecc+:xnack-).
+    let dev = out.lines().find(|l| l.starts_with("device ")).unwrap_or_default();
+    assert!(dev.starts_with(&format!("device {} {}:", e.marketing, e.gfx)), "{what}: {dev:?}");
+    assert!(dev.ends_with(&format!(" cus {}", e.gpu_cus)), "{what}: {dev:?}");
+    let bytes = 4 * n;
+    for line in [
+        format!("ok memcpy host to device {bytes}"),
+        format!("ok vector_add {n}"),
+        format!("ok memset and device to device {bytes}"),
+        "OK".to_string(),
+    ] {
+        assert!(has(&line), "{what}: want {line:?}\n{out}");
+    }
 }
 
 // ------------------------------------------------------------------------------------------
