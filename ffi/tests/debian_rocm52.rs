@@ -490,8 +490,10 @@ fn hip_program() -> &'static Path {
 /// (pageable memory the runtime stages through its own buffers), the kernel launch (the user's
 /// code object from hipcc), hipMemcpy device -> host, hipMemset (the HIP runtime's own fill
 /// kernel, compiled at run time through libamd_comgr) and a device -> device copy (its copy
-/// kernel), each result checked by the program against its CPU computation. The device HIP
-/// reports is the catalogue's GPU.
+/// kernel), then a block reduction through LDS (`__shared__`, `__syncthreads`) with atomicAdd on
+/// a stream, fed from pinned memory (hipHostMalloc) by hipMemcpyAsync and timed with events; each
+/// result checked by the program against its CPU computation. The device HIP reports is the
+/// catalogue's GPU.
 #[test]
 fn hip_vector_add_on_mi210_gfx90a() {
     let model = "mi210";
@@ -514,6 +516,7 @@ fn hip_vector_add_on_mi210_gfx90a() {
         format!("ok memcpy host to device {bytes}"),
         format!("ok vector_add {n}"),
         format!("ok memset and device to device {bytes}"),
+        format!("ok block_sums {} blocks, stream and events", n / 256),
         "OK".to_string(),
     ] {
         assert!(has(&line), "{what}: want {line:?}\n{out}");
