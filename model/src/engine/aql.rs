@@ -141,12 +141,17 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
     }
 }
 
-/// A kernel dispatch: a model kernel ("HKMK" descriptor), or on gfx90a the machine code of an
+/// A kernel dispatch: a model kernel ("HKMK" descriptor), or on gfx90a / gfx1100 the machine code of an
 /// AMDHSA kernel descriptor (model/ISA.md). The descriptor is read through the GPU page table.
 fn dispatch(x: &Exec<'_>, k: &aql::KernelDispatch, packet_va: u64, at: u64) -> Result<(), Halt> {
     let mut magic = [0u8; 4];
     x.read(k.kernel_object, &mut magic)?;
-    if u32::from_le_bytes(magic) == hsakmt_core::packet::model_kernel::MAGIC || x.gfx_version() != (9, 0, 10) {
+    let isa = match x.gfx_version() {
+        (9, 0, 10) => crate::isa::wave::Isa::Gfx9,
+        (11, 0, 0) => crate::isa::wave::Isa::Gfx11,
+        _ => return kernels::run(x, k.kernel_object, k.kernarg_address, at),
+    };
+    if u32::from_le_bytes(magic) == hsakmt_core::packet::model_kernel::MAGIC {
         return kernels::run(x, k.kernel_object, k.kernarg_address, at);
     }
     use crate::isa::descriptor::{KernelDescriptor, ALIGN, LEN};
@@ -158,7 +163,7 @@ fn dispatch(x: &Exec<'_>, k: &aql::KernelDispatch, packet_va: u64, at: u64) -> R
     x.read(k.kernel_object, &mut b)?;
     let d = KernelDescriptor::parse(&b)
         .map_err(|_| bad_ec(at, "kernel object is neither a model kernel nor a kernel descriptor", CODE_INVALID))?;
-    let l = crate::isa::wave::Launch { desc_va: k.kernel_object, packet_va, index: at, k: *k };
+    let l = crate::isa::wave::Launch { isa, desc_va: k.kernel_object, packet_va, index: at, k: *k };
     crate::isa::wave::dispatch(x, &d, &l)
 }
 

@@ -647,6 +647,18 @@ fn flat_name(seg: u8, suffix: &str) -> Option<&'static str> {
     FLAT_NAMES.iter().find(|n| n.0 == suffix).map(|n| n.1[usize::from(seg)])
 }
 
+impl Inst {
+    /// The operation the interpreter runs: `sem`, with gfx11's ds_cmpstore operand order
+    /// (DATA0 the new value, DATA1 the compared one) turned into gfx9's ds_cmpst order.
+    pub fn operation(&self) -> gfx9::Inst {
+        let mut s = self.sem;
+        if s.enc == Enc::Ds && (s.op == 16 || s.op == 48) {
+            (s.data, s.data1) = (s.data1, s.data);
+        }
+        s
+    }
+}
+
 /// An SGPR-or-constant operand code of the encoding in `sem`'s terms (M0 124, NULL [`NULL`]).
 fn scalar(c: u32) -> u16 {
     match c {

@@ -6,6 +6,7 @@
 //! out-of-range accesses read 0 and drop writes, as gfx9's LDS does.
 
 use super::descriptor::{props, KernelDescriptor};
+use super::gfx11::{self, NULL};
 use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, LITERAL, SADDR_OFF, VCC};
 use crate::engine::{bad_ec, Exec, Halt};
 use hsakmt_core::abi::kfd::{
@@ -32,8 +33,18 @@ pub const MAX_PRIVATE: u32 = 64 << 10;
 /// amd_queue_t.read_dispatch_id's offset (the queue pointer is found from the read pointer).
 const AMDQ_READ_DISPATCH_ID: u64 = 128;
 
+/// The machine code a GPU runs: which decoder reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// gfx90a (wave64).
+    Gfx9,
+    /// gfx11 (gfx1100): wave32 or wave64 as the kernel descriptor asks.
+    Gfx11,
+}
+
 /// What the dispatch packet and its queue give the waves.
 pub(crate) struct Launch {
+    pub isa: Isa,
     pub desc_va: u64,
     pub packet_va: u64,
     pub index: u64,
@@ -50,6 +61,8 @@ struct Wave {
     pc: u64,
     /// Waves in the wave's workgroup.
     waves: u32,
+    /// Byte offset of the wave's slot in the workgroup's scratch region.
+    scratch_slot: usize,
     /// Has run `s_endpgm` / waits at `s_barrier`.
     ended: bool,
     at_barrier: bool,
@@ -98,7 +111,7 @@ impl From<Halt> for Stop {
 pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result<(), Halt> {
     let at = l.index;
     let refuse = |what| Err(bad_ec(at, what, EC_QUEUE_PACKET_DISPATCH_CODE_INVALID));
-    if d.properties & props::WAVEFRONT_SIZE32 != 0 {
+    if d.properties & props::WAVEFRONT_SIZE32 != 0 && l.isa == Isa::Gfx9 {
         return refuse("wave32 kernel on a wave64 GPU");
     }
     if d.kernarg_preload != 0 {
@@ -109,7 +122,11 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
     }
     let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
     let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
-    let vgprs = d.vgprs_gfx90a();
+    let vgprs = match l.isa {
+        Isa::Gfx9 => d.vgprs_gfx90a(),
+        // gfx10+: granules of 8 VGPRs in wave32, 4 in wave64 (AMDGPUUsage, compute_pgm_rsrc1).
+        Isa::Gfx11 => ((d.rsrc1 & 0x3f) as usize + 1) * if lanes == 32 { 8 } else { 4 },
+    };
     let k = &l.k;
     let wg = [u32::from(k.workgroup_size[0]), u32::from(k.workgroup_size[1]), u32::from(k.workgroup_size[2])];
     let groups = [0, 1, 2].map(|i| k.grid_size[i].div_ceil(wg[i]));
@@ -117,7 +134,7 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
     // least the descriptor's static size.
     let lds_size = k.group_segment_size.max(d.group_segment_fixed_size);
     if lds_size > MAX_LDS {
-        return refuse("group segment larger than the 64 KiB of LDS a gfx90a workgroup has");
+        return refuse("group segment larger than the 64 KiB of LDS a workgroup has");
     }
     let mut lds = vec![0u8; lds_size as usize];
     // Scratch: one region for the workgroup in flight (the model runs one at a time), each
@@ -129,7 +146,7 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
     let wg_items = (wg[0] * wg[1] * wg[2]) as usize;
     let wave_bytes = lane_bytes as usize * lanes;
     let mut scratch = vec![0u8; wave_bytes * wg_items.div_ceil(lanes)];
-    let mut cache: HashMap<u64, Inst> = HashMap::new();
+    let mut cache: HashMap<u64, Op> = HashMap::new();
     let mut budget = MAX_WAVE_INSTRUCTIONS;
     let mut pool: Vec<Wave> = Vec::new();
     for gz in 0..groups[2] {
@@ -142,13 +159,23 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
                 let waves = items.div_ceil(lanes as u32);
                 while pool.len() < waves as usize {
                     let v = vec![[0; LANES]; vgprs];
-                    pool.push(Wave { s: [0; 128], scc: false, v, lanes, pc: entry, waves: 1, ended: false, at_barrier: false });
+                    pool.push(Wave {
+                        s: [0; 128],
+                        scc: false,
+                        v,
+                        lanes,
+                        pc: entry,
+                        waves: 1,
+                        scratch_slot: 0,
+                        ended: false,
+                        at_barrier: false,
+                    });
                 }
                 for (wave_no, w) in pool.iter_mut().take(waves as usize).enumerate() {
                     launch(x, d, l, w, entry, gid, size, wave_no as u32, waves, (wave_no * wave_bytes) as u32);
                 }
                 lds.fill(0);
-                let mut mem = Local { lds: &mut lds, scratch: &mut scratch };
+                let mut mem = Local { lds: &mut lds, scratch: &mut scratch, lane_bytes: lane_bytes as usize, isa: l.isa };
                 let r = workgroup(x, &mut pool[..waves as usize], &mut mem, &mut cache, &mut budget);
                 match r {
                     Ok(()) => {}
@@ -168,7 +195,7 @@ pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result
 /// Run one workgroup's waves to their ends, round robin: a wave runs until it ends, reaches
 /// `s_barrier` or used its slice. When every wave that has not ended waits at the barrier,
 /// the barrier opens (ended waves no longer count, as on the hardware).
-fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut HashMap<u64, Inst>, budget: &mut u64) -> Result<(), Stop> {
+fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut HashMap<u64, Op>, budget: &mut u64) -> Result<(), Stop> {
     let slice = if waves.len() == 1 { u32::MAX } else { SLICE };
     loop {
         let mut live = 0;
@@ -219,6 +246,7 @@ fn launch(
     w.at_barrier = false;
     w.pc = entry;
     w.waves = waves;
+    w.scratch_slot = scratch_offset as usize;
     let mut n = 0usize;
     let mut put = |s: &mut [u32; 128], v: u32| {
         s[n] = v;
@@ -231,7 +259,9 @@ fn launch(
         put(&mut w.s, PRIVATE_BASE as u32);
         put(&mut w.s, (PRIVATE_BASE >> 32) as u32 | 1 << 30);
         put(&mut w.s, u32::MAX);
-        put(&mut w.s, V_ADD_TID | 3 << 21 | 1 << 19);
+        // Index stride 64 (3) in wave64, 32 (2) in wave32: a wave's lanes stay in its slot.
+        let stride = if w.lanes == 32 { 2 } else { 3 };
+        put(&mut w.s, V_ADD_TID | stride << 21 | 1 << 19);
     }
     let pair = |s: &mut [u32; 128], put: &mut dyn FnMut(&mut [u32; 128], u32), v: u64| {
         put(s, v as u32);
@@ -286,51 +316,79 @@ fn launch(
     w.s[127] = if w.lanes == 32 { 0 } else { (exec >> 32) as u32 };
 }
 
-/// Fetch and decode the instruction at `pc` (cached per dispatch).
-fn fetch(x: &Exec<'_>, cache: &mut HashMap<u64, Inst>, pc: u64) -> Result<Inst, Stop> {
-    if let Some(i) = cache.get(&pc) {
-        return Ok(*i);
-    }
-    let mut b = [0u8; 4];
-    x.read(pc, &mut b)?;
-    let first = u32::from_le_bytes(b);
-    let i = match gfx9::decode(&[first]) {
-        Some(i) => i,
-        None => {
-            // Two-dword encodings (or a literal): read the second dword only then.
-            x.read(pc.wrapping_add(4), &mut b)?;
-            gfx9::decode(&[first, u32::from_le_bytes(b)]).ok_or(Stop::Illegal("illegal or unsupported instruction"))?
+/// A decoded instruction as the interpreter runs it: one operation, or VOPD's two issued
+/// together (`y`); `nop`: nothing to do (gfx11's s_delay_alu, s_clause, cache invalidations).
+#[derive(Clone, Copy)]
+struct Op {
+    i: Inst,
+    y: Option<Inst>,
+    nop: bool,
+}
+
+/// Decode the instruction at `pc` for `isa`, reading its dwords one at a time (an instruction
+/// is 1 to 3 dwords: a second for the long encodings, a literal).
+fn decode(x: &Exec<'_>, isa: Isa, pc: u64) -> Result<Op, Stop> {
+    let mut words = [0u32; 3];
+    for n in 1..=3 {
+        let mut b = [0u8; 4];
+        x.read(pc.wrapping_add(4 * (n as u64 - 1)), &mut b)?;
+        words[n - 1] = u32::from_le_bytes(b);
+        let op = match isa {
+            Isa::Gfx9 => gfx9::decode(&words[..n]).map(|i| Op { i, y: None, nop: false }),
+            Isa::Gfx11 => match gfx11::decode(&words[..n]) {
+                Some(g) => Some(match g.run {
+                    gfx11::Run::Exec => Op { i: g.operation(), y: g.y, nop: false },
+                    gfx11::Run::Nop => Op { i: g.sem, y: None, nop: true },
+                    gfx11::Run::No => return Err(Stop::Illegal("instruction decoded but not modelled")),
+                }),
+                None => None,
+            },
+        };
+        if let Some(op) = op {
+            return Ok(op);
         }
-    };
-    cache.insert(pc, i);
-    Ok(i)
+    }
+    Err(Stop::Illegal("illegal or unsupported instruction"))
+}
+
+/// Fetch and decode the instruction at `pc` (cached per dispatch).
+fn fetch(x: &Exec<'_>, isa: Isa, cache: &mut HashMap<u64, Op>, pc: u64) -> Result<Op, Stop> {
+    if let Some(op) = cache.get(&pc) {
+        return Ok(*op);
+    }
+    let op = decode(x, isa, pc)?;
+    cache.insert(pc, op);
+    Ok(op)
 }
 
 /// A workgroup's own memories: its LDS and its waves' scratch.
 struct Local<'a> {
     lds: &'a mut [u8],
     scratch: &'a mut [u8],
+    /// Private bytes per work-item (flat scratch addresses beyond read 0, writes dropped).
+    lane_bytes: usize,
+    isa: Isa,
 }
 
 /// V# dword 3: ADD_TID_ENABLE.
 const V_ADD_TID: u32 = 1 << 23;
 
-fn run(
-    x: &Exec<'_>,
-    w: &mut Wave,
-    mem: &mut Local<'_>,
-    cache: &mut HashMap<u64, Inst>,
-    budget: &mut u64,
-    slice: u32,
-) -> Result<Yield, Stop> {
+fn run(x: &Exec<'_>, w: &mut Wave, mem: &mut Local<'_>, cache: &mut HashMap<u64, Op>, budget: &mut u64, slice: u32) -> Result<Yield, Stop> {
     for _ in 0..slice {
         if *budget == 0 {
             return Ok(Yield::End);
         }
         *budget -= 1;
-        let i = fetch(x, cache, w.pc)?;
+        let Op { i, y, nop } = fetch(x, mem.isa, cache, w.pc)?;
         let next = w.pc.wrapping_add(u64::from(i.len));
         w.pc = next;
+        if nop {
+            continue;
+        }
+        if let Some(y) = y {
+            dual(w, &i, &y)?;
+            continue;
+        }
         match i.enc {
             Enc::Sopp => match i.op {
                 0 | 12 => {}
@@ -356,7 +414,9 @@ fn run(
                 }
             },
             Enc::Smem => {
-                let base = sreg64(w, i.src[0])?.wrapping_add(i.imm as i64 as u64) & !3;
+                // gfx11: an SGPR offset as well (`saddr` in the decoded form).
+                let soffset = if i.saddr == SADDR_OFF { 0 } else { u64::from(sval(w, i.saddr, 0)?) };
+                let base = sreg64(w, i.src[0])?.wrapping_add(i.imm as i64 as u64).wrapping_add(soffset) & !3;
                 let n = usize::from(i.sig[0]);
                 let mut b = [0u8; 64];
                 x.read(base, &mut b[..4 * n])?;
@@ -369,6 +429,7 @@ fn run(
             Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => vector(w, &i)?,
             Enc::Vop3p => packed(w, &i)?,
             Enc::Flat if i.atomic => atomic(x, w, &i)?,
+            Enc::Flat if i.seg == 1 => flat_scratch(w, mem, &i)?,
             Enc::Flat => memory(x, w, &i)?,
             Enc::Ds => ds(w, mem.lds, &i)?,
             Enc::Mubuf => buffer(w, mem.scratch, &i)?,
@@ -379,7 +440,8 @@ fn run(
 
 fn sdst_index(c: u16) -> Result<usize, Stop> {
     match c {
-        0..=101 | 106 | 107 | 124 | 126 | 127 => Ok(usize::from(c)),
+        // NULL: s[NULL] is a sink no read sees (`sval` answers 0 for it).
+        0..=101 | 106 | 107 | 124 | NULL | 126 | 127 => Ok(usize::from(c)),
         _ => Err(Stop::Illegal("unsupported scalar destination")),
     }
 }
@@ -388,6 +450,7 @@ fn sdst_index(c: u16) -> Result<usize, Stop> {
 fn sval(w: &Wave, c: u16, lit: u32) -> Result<u32, Stop> {
     Ok(match c {
         0..=101 | 106 | 107 | 124 | 126 | 127 => w.s[usize::from(c)],
+        NULL => 0,
         128..=192 => u32::from(c - 128),
         193..=208 => (-(i32::from(c) - 192)) as u32,
         240..=247 => [0.5f32, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0][usize::from(c - 240)].to_bits(),
@@ -404,6 +467,7 @@ fn sval(w: &Wave, c: u16, lit: u32) -> Result<u32, Stop> {
 fn sval64(w: &Wave, c: u16, lit: u32) -> Result<u64, Stop> {
     match c {
         0..=101 | 106 | 126 => Ok(u64::from(w.s[usize::from(c)]) | u64::from(w.s[usize::from(c) + 1]) << 32),
+        NULL => Ok(0),
         128..=208 => Ok(sval(w, c, lit)? as i32 as i64 as u64),
         LITERAL => Ok(u64::from(lit)),
         _ => Err(Stop::Illegal("unsupported 64-bit scalar operand")),
@@ -425,6 +489,9 @@ fn sreg64(w: &Wave, c: u16) -> Result<u64, Stop> {
 }
 
 fn set_s64(w: &mut Wave, c: u16, v: u64) -> Result<(), Stop> {
+    if c == NULL {
+        return Ok(());
+    }
     let r = sdst_index(c)?;
     if r == 107 || r == 127 || r == 101 {
         return Err(Stop::Illegal("misaligned 64-bit scalar destination"));
@@ -522,6 +589,32 @@ fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 4 => {
                     w.scc = !a != 0;
                     !a
+                }
+                12 => {
+                    w.scc = a != 0;
+                    a.count_ones()
+                }
+                // -1 when no bit is set.
+                16 => {
+                    if a == 0 {
+                        u32::MAX
+                    } else {
+                        a.trailing_zeros()
+                    }
+                }
+                26 => w.s[sdst_index(i.dst)?] | 1 << (a & 31),
+                // The saveexec forms on a 32-bit EXEC (wave32's exec_lo).
+                32..=35 => {
+                    let exec = w.s[126];
+                    let e = match i.op {
+                        32 => a & exec,
+                        33 => a | exec,
+                        34 => a ^ exec,
+                        _ => a & !exec,
+                    };
+                    w.s[126] = e;
+                    w.scc = e != 0;
+                    exec
                 }
                 _ => return Err(Stop::Illegal("unsupported SOP1")),
             };
@@ -845,6 +938,72 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             if op == 0x1e8 {
                 set_mask(w, i.sdst, cout)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// VOPD: two VALU operations issued together. Both read their sources before either writes
+/// (Y may read X's destination and sees the old value); the two destinations differ.
+fn dual(w: &mut Wave, x: &Inst, y: &Inst) -> Result<(), Stop> {
+    let xd = vdst(w, x.dst, 1)?;
+    let before = w.v[xd];
+    vector(w, x)?;
+    let after = std::mem::replace(&mut w.v[xd], before);
+    vector(w, y)?;
+    w.v[xd] = after;
+    Ok(())
+}
+
+/// gfx11 `scratch_*` (flat scratch): a lane's private address is its VGPR (when SVE) plus
+/// the SGPR plus the offset, into the wave's slot of the workgroup's scratch region, dwords
+/// interleaved across lanes (the hardware's swizzle; invisible to the program). The region is
+/// the model's, outside the GPU page table; bytes past the per-work-item size read 0 and
+/// writes to them are dropped.
+fn flat_scratch(w: &mut Wave, mem: &mut Local<'_>, i: &Inst) -> Result<(), Stop> {
+    let exec = w.exec();
+    let a = usize::from(i.src[0] - 256);
+    if i.offen && a >= w.v.len() {
+        return Err(Stop::Illegal("VGPR beyond the kernel's allocation"));
+    }
+    let sbase = if i.saddr == SADDR_OFF { 0 } else { sval(w, i.saddr, 0)? };
+    let reg = vdst(w, if i.store { i.data } else { i.dst }, i.dwords)?;
+    let bytes = match i.op {
+        16 | 17 | 24 => 1,
+        18 | 19 | 26 => 2,
+        _ => 4 * usize::from(i.dwords),
+    };
+    let (lanes, slot, limit) = (w.lanes, w.scratch_slot, mem.lane_bytes);
+    for lane in (0..lanes).filter(|l| exec >> l & 1 != 0) {
+        let vaddr = if i.offen { w.v[a][lane] } else { 0 };
+        let off = vaddr.wrapping_add(sbase).wrapping_add(i.imm as u32) as usize;
+        let at = |b: usize| -> Option<usize> {
+            let o = off.checked_add(b).filter(|&o| o < limit)?;
+            Some(slot + (o / 4) * 4 * lanes + lane * 4 + o % 4)
+        };
+        for b in 0..bytes {
+            let (k, sh) = (b / 4, 8 * (b % 4));
+            if i.store {
+                let byte = (w.v[reg + k][lane] >> sh) as u8;
+                if let Some(p) = at(b).and_then(|p| mem.scratch.get_mut(p)) {
+                    *p = byte;
+                }
+            } else {
+                let byte = at(b).and_then(|p| mem.scratch.get(p)).copied().unwrap_or(0);
+                let r = &mut w.v[reg + k][lane];
+                if sh == 0 {
+                    *r = 0;
+                }
+                *r |= u32::from(byte) << sh;
+            }
+        }
+        if !i.store {
+            let r = &mut w.v[reg][lane];
+            *r = match i.op {
+                17 => *r as u8 as i8 as i32 as u32,
+                19 => *r as u16 as i16 as i32 as u32,
+                _ => *r,
+            };
         }
     }
     Ok(())
