@@ -143,6 +143,24 @@ fn setup_with(extra: &[&str]) -> Fx {
     f
 }
 
+/// The fixture with the hand-written kernels of tests/isa/gfx1100.s, assembled by llvm-mc.
+fn setup_asm() -> Fx {
+    let m = Model::new(ModelConfig::catalogue("rx7900xtx")).unwrap();
+    let (_, renders) = acquire(&m, 1);
+    let g = m.gpus()[0].gpu_id;
+    alloc_map(&m, g, BASE, 64 << 20, GTT | RW);
+    let (mc, lld) = (tool("llvm-mc-19", "llvm-19"), tool("ld.lld-19", "lld-19"));
+    let d = scratch("asm");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/isa/gfx1100.s");
+    let (o, co) = (d.join("h.o"), d.join("h.co"));
+    run(Command::new(mc).args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-filetype=obj"]).arg(&src).arg("-o").arg(&o));
+    run(Command::new(lld).arg("-shared").arg(&o).arg("-o").arg(&co));
+    let f = Fx { m, g, co: std::fs::read(&co).unwrap(), _renders: renders };
+    let obj = CodeObject::parse(&f.co).unwrap();
+    f.m.gpu_write(f.g, CODE, &obj.image()).unwrap();
+    f
+}
+
 impl Fx {
     /// GPU VA of `kernel`'s descriptor.
     fn kd(&self, kernel: &str) -> u64 {
@@ -519,4 +537,59 @@ fn wave64_kernels_run_with_64_lane_exec_and_vcc() {
         assert_eq!(sums[g], want, "workgroup {g}'s sum");
         assert_eq!(cnt[g], (0..256).sum::<u32>(), "workgroup {g}'s LDS atomic counter");
     }
+}
+
+#[test]
+fn a_vopd_pair_reads_both_sources_before_either_writes() {
+    let f = setup_asm();
+    // Two waves of 32: v_dual_mov_b32 v0, v1 :: v_dual_mov_b32 v1, v0 swaps the registers.
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("swap"), 64, 64), &args(&[DATA]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(DATA, 128);
+    for l in 0..64u32 {
+        assert_eq!([got[2 * l as usize], got[2 * l as usize + 1]], [l + 100, l], "lane {l}");
+    }
+}
+
+#[test]
+fn scratch_past_a_work_items_private_size_reads_zero_and_drops_writes() {
+    let f = setup_asm();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("scratch_edge"), 96, 96), &args(&[DATA]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(DATA, 2 * 96);
+    for l in 0..96u32 {
+        assert_eq!([got[2 * l as usize], got[2 * l as usize + 1]], [0x1234 + l, 0], "work-item {l}");
+    }
+}
+
+#[test]
+fn running_s_code_end_is_an_illegal_instruction() {
+    let f = setup_asm();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("code_end"), 32, 32), &[]);
+    assert_eq!(end, RunEnd::Stopped);
+    assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, ec: EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, .. })), "{:?}", p.error);
+}
+
+#[test]
+fn decoding_arbitrary_words_never_panics() {
+    // xorshift64: every encoding prefix with random fields, decoded and printed.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u32
+    };
+    let mut decoded = 0;
+    for k in 0..300_000u32 {
+        let w = [(next() & 0x03ff_ffff) | (k % 64) << 26, next(), next()];
+        for n in 1..=3 {
+            if let Some(i) = gfx11::decode(&w[..n]) {
+                assert!(usize::from(i.len) <= 4 * n);
+                assert!(!i.to_string().is_empty());
+                decoded += 1;
+            }
+        }
+    }
+    assert!(decoded > 10_000, "{decoded}");
 }

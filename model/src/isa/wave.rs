@@ -329,7 +329,8 @@ struct Op {
 /// is 1 to 3 dwords: a second for the long encodings, a literal).
 fn decode(x: &Exec<'_>, isa: Isa, pc: u64) -> Result<Op, Stop> {
     let mut words = [0u32; 3];
-    for n in 1..=3 {
+    let most = if isa == Isa::Gfx9 { 2 } else { 3 };
+    for n in 1..=most {
         let mut b = [0u8; 4];
         x.read(pc.wrapping_add(4 * (n as u64 - 1)), &mut b)?;
         words[n - 1] = u32::from_le_bytes(b);
