@@ -785,6 +785,17 @@ fn queue_errors_from_c() {
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("queue_errors: OK"), "valgrind:\n{}", show(&o));
 }
 
+/// An endless kernel does not hold the GPU (ffi/tests/c/preemption.c): another queue's
+/// dispatches complete meanwhile, and destroying its queue stops it, through the thunk's own
+/// model and through the model plugin's runner.
+#[test]
+fn an_endless_kernel_is_preempted_and_destroyed_from_c() {
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("preemption.c"), "preemption", true, &[]);
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("preemption: OK"), "{}", show(&o));
+}
+
 /// SMI events through hsaKmtOpenSMI (ffi/tests/c/smi.c): statuses, an empty file, a GPU page
 /// fault (VMFAULT naming this process), a whole-GPU reset (GPU_PRE_RESET, QUEUE_EVICTION with
 /// the SUSPEND trigger, GPU_POST_RESET), UNMAP_FROM_GPU where the CWSR area is an SVM range,

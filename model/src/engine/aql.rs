@@ -17,11 +17,16 @@
 //!   agent's queue treats them, and unknown vendor formats, as an invalid packet (ROCr's
 //!   HSA_STATUS_ERROR_INVALID_PACKET_FORMAT): BadPacket.
 
-use super::{bad, bad_ec, kernels, pm4, Exec, Halt, IbFrame, RingProgress, RunEnd};
+use super::{bad, bad_ec, kernels, pm4, DispatchInFlight, Exec, Halt, IbFrame, RingProgress, RunEnd};
 use hsakmt_core::abi::kfd::{EC_QUEUE_PACKET_DISPATCH_DIM_INVALID, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_PACKET_VENDOR_UNSUPPORTED};
 use hsakmt_core::packet::aql::{self, Body, PacketType, SignalCondition, PACKET_LEN};
 use hsakmt_core::packet::Error as PacketError;
 use std::sync::atomic::Ordering;
+
+/// Wave-instructions a machine-code dispatch runs per engine run before it is preempted (at an
+/// instruction boundary) and the queue's run ends with `RunEnd::Budget`: the other queues run
+/// in between, and a queue destroy waits for at most one quantum.
+pub const DISPATCH_QUANTUM: u64 = 1 << 16;
 
 /// Byte offsets inside amd_signal_t (amd_hsa_signal.h).
 const SIG_VALUE: u64 = 8;
@@ -61,7 +66,9 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
                 if k.workgroup_size.contains(&0) || k.grid_size.contains(&0) {
                     return Err(bad_ec(at, "kernel dispatch with an empty grid or workgroup", EC_QUEUE_PACKET_DISPATCH_DIM_INVALID));
                 }
-                x.count_dispatch(k.grid_size, k.workgroup_size);
+                if p.dispatch.is_none() {
+                    x.count_dispatch(k.grid_size, k.workgroup_size);
+                }
                 let d = crate::pcs::Dispatch {
                     kernel_object: k.kernel_object,
                     grid: k.grid_size,
@@ -69,7 +76,10 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
                     index: at,
                     doorbell: x.ring.doorbell,
                 };
-                crate::pcs::sampled(x, &d, || dispatch(x, &k, va, at))?;
+                if !crate::pcs::sampled(x, &d, || dispatch(x, p, &k, va, at))? {
+                    // Preempted: the packet stays at `read` and its dispatch in `p.dispatch`.
+                    return Ok(RunEnd::Budget);
+                }
                 x.steps += 1;
                 k.completion_signal
             }
@@ -141,30 +151,49 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
     }
 }
 
-/// A kernel dispatch: a model kernel ("HKMK" descriptor), or on gfx90a / gfx1100 the machine code of an
-/// AMDHSA kernel descriptor (model/ISA.md). The descriptor is read through the GPU page table.
-fn dispatch(x: &Exec<'_>, k: &aql::KernelDispatch, packet_va: u64, at: u64) -> Result<(), Halt> {
-    let mut magic = [0u8; 4];
-    x.read(k.kernel_object, &mut magic)?;
-    let isa = match x.gfx_version() {
-        (9, 0, 10) => crate::isa::wave::Isa::Gfx9,
-        (11, 0, 0) => crate::isa::wave::Isa::Gfx11,
-        _ => return kernels::run(x, k.kernel_object, k.kernarg_address, at),
+/// A kernel dispatch: a model kernel ("HKMK" descriptor), or on gfx90a / gfx1100 the machine
+/// code of an AMDHSA kernel descriptor (model/ISA.md), run for at most `DISPATCH_QUANTUM`
+/// wave-instructions: `Ok(true)` when it has ended, `Ok(false)` when preempted (kept in
+/// `p.dispatch`; the next run goes on with it). The descriptor is read through the GPU page
+/// table.
+fn dispatch(x: &Exec<'_>, p: &mut RingProgress, k: &aql::KernelDispatch, packet_va: u64, at: u64) -> Result<bool, Halt> {
+    let resumed = p.dispatch.take();
+    let f = match resumed {
+        Some(f) => f,
+        None => {
+            let mut magic = [0u8; 4];
+            x.read(k.kernel_object, &mut magic)?;
+            let isa = match x.gfx_version() {
+                (9, 0, 10) => crate::isa::wave::Isa::Gfx9,
+                (11, 0, 0) => crate::isa::wave::Isa::Gfx11,
+                _ => {
+                    kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
+                    return Ok(true);
+                }
+            };
+            if u32::from_le_bytes(magic) == hsakmt_core::packet::model_kernel::MAGIC {
+                kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
+                return Ok(true);
+            }
+            use crate::isa::descriptor::{KernelDescriptor, ALIGN, LEN};
+            use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID as CODE_INVALID;
+            if !k.kernel_object.is_multiple_of(ALIGN) {
+                return Err(bad_ec(at, "kernel object is not 64-byte aligned", CODE_INVALID));
+            }
+            let mut b = [0u8; LEN];
+            x.read(k.kernel_object, &mut b)?;
+            let d = KernelDescriptor::parse(&b)
+                .map_err(|_| bad_ec(at, "kernel object is neither a model kernel nor a kernel descriptor", CODE_INVALID))?;
+            let l = crate::isa::wave::Launch { isa, desc_va: k.kernel_object, packet_va, index: at, k: *k };
+            DispatchInFlight(std::sync::Arc::new(std::sync::Mutex::new(crate::isa::wave::InFlight::new(&d, &l)?)))
+        }
     };
-    if u32::from_le_bytes(magic) == hsakmt_core::packet::model_kernel::MAGIC {
-        return kernels::run(x, k.kernel_object, k.kernarg_address, at);
+    // Only this run uses the state (the queue runs on one engine at a time).
+    let done = f.0.lock().unwrap_or_else(|e| e.into_inner()).run(x, DISPATCH_QUANTUM)?;
+    if !done {
+        p.dispatch = Some(f);
     }
-    use crate::isa::descriptor::{KernelDescriptor, ALIGN, LEN};
-    use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID as CODE_INVALID;
-    if !k.kernel_object.is_multiple_of(ALIGN) {
-        return Err(bad_ec(at, "kernel object is not 64-byte aligned", CODE_INVALID));
-    }
-    let mut b = [0u8; LEN];
-    x.read(k.kernel_object, &mut b)?;
-    let d = KernelDescriptor::parse(&b)
-        .map_err(|_| bad_ec(at, "kernel object is neither a model kernel nor a kernel descriptor", CODE_INVALID))?;
-    let l = crate::isa::wave::Launch { isa, desc_va: k.kernel_object, packet_va, index: at, k: *k };
-    crate::isa::wave::dispatch(x, &d, &l)
+    Ok(done)
 }
 
 /// amd_signal_t.value of the signal at `handle`.

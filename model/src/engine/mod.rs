@@ -125,6 +125,31 @@ pub struct RingProgress {
     /// GPU clock when the AQL packet at `read` started executing (kept while it blocks or runs
     /// out of budget, so the completion signal's `start_ts` is when it started).
     pub packet_start: Option<u64>,
+    /// The machine-code dispatch of the AQL packet at `read`, preempted with work left (its
+    /// waves, LDS and scratch): the next run goes on with it.
+    pub dispatch: Option<DispatchInFlight>,
+}
+
+/// A preempted machine-code dispatch (`isa::wave::InFlight`), shared by the copies of a
+/// queue's progress (the queue table's and the run's); equal only to itself.
+#[derive(Clone)]
+pub struct DispatchInFlight(pub(crate) std::sync::Arc<std::sync::Mutex<crate::isa::wave::InFlight>>);
+
+impl PartialEq for DispatchInFlight {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for DispatchInFlight {}
+
+impl std::fmt::Debug for DispatchInFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.try_lock() {
+            Ok(d) => write!(f, "{d:?}"),
+            Err(_) => f.write_str("InFlight(running)"),
+        }
+    }
 }
 
 /// How a call to [`Model::engine_run`] ended.

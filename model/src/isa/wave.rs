@@ -43,6 +43,7 @@ pub(crate) enum Isa {
 }
 
 /// What the dispatch packet and its queue give the waves.
+#[derive(Clone, Copy)]
 pub(crate) struct Launch {
     pub isa: Isa,
     pub desc_va: u64,
@@ -107,95 +108,172 @@ impl From<Halt> for Stop {
     }
 }
 
-/// Run the dispatch of the AMDHSA kernel whose descriptor is `d`.
-pub(crate) fn dispatch(x: &Exec<'_>, d: &KernelDescriptor, l: &Launch) -> Result<(), Halt> {
-    let at = l.index;
-    let refuse = |what| Err(bad_ec(at, what, EC_QUEUE_PACKET_DISPATCH_CODE_INVALID));
-    if d.properties & props::WAVEFRONT_SIZE32 != 0 && l.isa == Isa::Gfx9 {
-        return refuse("wave32 kernel on a wave64 GPU");
+/// A dispatch under way: what must outlive a preemption. The engine runs a dispatch for a
+/// quantum of wave-instructions at a time ([`InFlight::run`]) and keeps this in the queue's
+/// progress between runs, so other queues run in between and a queue destroy drops it at an
+/// instruction boundary. Workgroups run one after another in x, y, z order; the one in flight
+/// has its waves (registers, PC), LDS and scratch here.
+pub(crate) struct InFlight {
+    d: KernelDescriptor,
+    l: Launch,
+    lanes: usize,
+    entry: u64,
+    vgprs: usize,
+    wg: [u32; 3],
+    groups: [u32; 3],
+    /// The next workgroup to launch, as a linear index (x fastest).
+    next: u64,
+    /// Waves of the workgroup in flight (0: none).
+    live: usize,
+    pool: Vec<Wave>,
+    lds: Vec<u8>,
+    scratch: Vec<u8>,
+    lane_bytes: usize,
+    wave_bytes: usize,
+    cache: HashMap<u64, Op>,
+    /// Wave-instructions the dispatch may still execute (MAX_WAVE_INSTRUCTIONS at the start).
+    budget: u64,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InFlight(packet {}, workgroup {}, budget left {})", self.l.index, self.next, self.budget)
     }
-    if d.kernarg_preload != 0 {
-        return refuse("kernarg preloading is not modelled");
+}
+
+impl InFlight {
+    /// Check the dispatch of the AMDHSA kernel whose descriptor is `d` and set it up; an
+    /// impossible one is refused with the CP's exception.
+    pub(crate) fn new(d: &KernelDescriptor, l: &Launch) -> Result<InFlight, Halt> {
+        let at = l.index;
+        let refuse = |what| Err(bad_ec(at, what, EC_QUEUE_PACKET_DISPATCH_CODE_INVALID));
+        if d.properties & props::WAVEFRONT_SIZE32 != 0 && l.isa == Isa::Gfx9 {
+            return refuse("wave32 kernel on a wave64 GPU");
+        }
+        if d.kernarg_preload != 0 {
+            return refuse("kernarg preloading is not modelled");
+        }
+        if d.user_sgprs_requested() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
+            return refuse("kernel descriptor asks for more user SGPRs than USER_SGPR_COUNT");
+        }
+        let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
+        let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
+        let vgprs = match l.isa {
+            Isa::Gfx9 => d.vgprs_gfx90a(),
+            // gfx10+: granules of 8 VGPRs in wave32, 4 in wave64 (AMDGPUUsage, compute_pgm_rsrc1).
+            Isa::Gfx11 => ((d.rsrc1 & 0x3f) as usize + 1) * if lanes == 32 { 8 } else { 4 },
+        };
+        let k = &l.k;
+        let wg = [u32::from(k.workgroup_size[0]), u32::from(k.workgroup_size[1]), u32::from(k.workgroup_size[2])];
+        let groups = [0, 1, 2].map(|i| k.grid_size[i].div_ceil(wg[i]));
+        // LDS: the packet's group segment size (static + dynamic, as the runtime fills it in), at
+        // least the descriptor's static size.
+        let lds_size = k.group_segment_size.max(d.group_segment_fixed_size);
+        if lds_size > MAX_LDS {
+            return refuse("group segment larger than the 64 KiB of LDS a workgroup has");
+        }
+        let lds = vec![0u8; lds_size as usize];
+        // Scratch: one region for the workgroup in flight (the model runs one at a time), each
+        // wave's 64 lanes swizzled dword by dword as the private segment V# describes.
+        let lane_bytes = k.private_segment_size.max(d.private_segment_fixed_size).next_multiple_of(4);
+        if lane_bytes > MAX_PRIVATE {
+            return refuse("private segment larger than the model's 64 KiB per work-item");
+        }
+        let wg_items = (wg[0] * wg[1] * wg[2]) as usize;
+        let wave_bytes = lane_bytes as usize * lanes;
+        let scratch = vec![0u8; wave_bytes * wg_items.div_ceil(lanes)];
+        Ok(InFlight {
+            d: *d,
+            l: *l,
+            lanes,
+            entry,
+            vgprs,
+            wg,
+            groups,
+            next: 0,
+            live: 0,
+            pool: Vec::new(),
+            lds,
+            scratch,
+            lane_bytes: lane_bytes as usize,
+            wave_bytes,
+            cache: HashMap::new(),
+            budget: MAX_WAVE_INSTRUCTIONS,
+        })
     }
-    if d.user_sgprs_requested() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
-        return refuse("kernel descriptor asks for more user SGPRs than USER_SGPR_COUNT");
-    }
-    let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
-    let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
-    let vgprs = match l.isa {
-        Isa::Gfx9 => d.vgprs_gfx90a(),
-        // gfx10+: granules of 8 VGPRs in wave32, 4 in wave64 (AMDGPUUsage, compute_pgm_rsrc1).
-        Isa::Gfx11 => ((d.rsrc1 & 0x3f) as usize + 1) * if lanes == 32 { 8 } else { 4 },
-    };
-    let k = &l.k;
-    let wg = [u32::from(k.workgroup_size[0]), u32::from(k.workgroup_size[1]), u32::from(k.workgroup_size[2])];
-    let groups = [0, 1, 2].map(|i| k.grid_size[i].div_ceil(wg[i]));
-    // LDS: the packet's group segment size (static + dynamic, as the runtime fills it in), at
-    // least the descriptor's static size.
-    let lds_size = k.group_segment_size.max(d.group_segment_fixed_size);
-    if lds_size > MAX_LDS {
-        return refuse("group segment larger than the 64 KiB of LDS a workgroup has");
-    }
-    let mut lds = vec![0u8; lds_size as usize];
-    // Scratch: one region for the workgroup in flight (the model runs one at a time), each
-    // wave's 64 lanes swizzled dword by dword as the private segment V# describes.
-    let lane_bytes = k.private_segment_size.max(d.private_segment_fixed_size).next_multiple_of(4);
-    if lane_bytes > MAX_PRIVATE {
-        return refuse("private segment larger than the model's 64 KiB per work-item");
-    }
-    let wg_items = (wg[0] * wg[1] * wg[2]) as usize;
-    let wave_bytes = lane_bytes as usize * lanes;
-    let mut scratch = vec![0u8; wave_bytes * wg_items.div_ceil(lanes)];
-    let mut cache: HashMap<u64, Op> = HashMap::new();
-    let mut budget = MAX_WAVE_INSTRUCTIONS;
-    let mut pool: Vec<Wave> = Vec::new();
-    for gz in 0..groups[2] {
-        for gy in 0..groups[1] {
-            for gx in 0..groups[0] {
-                let gid = [gx, gy, gz];
-                // Partial workgroups at the grid's end.
-                let size = [0, 1, 2].map(|i| wg[i].min(k.grid_size[i] - gid[i] * wg[i]));
-                let items = size[0] * size[1] * size[2];
-                let waves = items.div_ceil(lanes as u32);
-                while pool.len() < waves as usize {
-                    let v = vec![[0; LANES]; vgprs];
-                    pool.push(Wave {
-                        s: [0; 128],
-                        scc: false,
-                        v,
-                        lanes,
-                        pc: entry,
-                        waves: 1,
-                        scratch_slot: 0,
-                        ended: false,
-                        at_barrier: false,
-                    });
+
+    /// Run the dispatch on for at most `quantum` wave-instructions: `Ok(true)` when it has
+    /// ended, `Ok(false)` when preempted (run again to go on).
+    pub(crate) fn run(&mut self, x: &Exec<'_>, quantum: u64) -> Result<bool, Halt> {
+        let at = self.l.index;
+        let [gx_n, gy_n, gz_n] = self.groups;
+        let total = u64::from(gx_n) * u64::from(gy_n) * u64::from(gz_n);
+        let mut left = quantum.min(self.budget);
+        loop {
+            if self.live == 0 {
+                if self.next == total {
+                    return Ok(true);
                 }
-                for (wave_no, w) in pool.iter_mut().take(waves as usize).enumerate() {
-                    launch(x, d, l, w, entry, gid, size, wave_no as u32, waves, (wave_no * wave_bytes) as u32);
-                }
-                lds.fill(0);
-                let mut mem = Local { lds: &mut lds, scratch: &mut scratch, lane_bytes: lane_bytes as usize, isa: l.isa };
-                let r = workgroup(x, &mut pool[..waves as usize], &mut mem, &mut cache, &mut budget);
-                match r {
-                    Ok(()) => {}
-                    Err(Stop::Halt(h)) => return Err(h),
-                    Err(Stop::Illegal(what)) => return Err(bad_ec(at, what, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION)),
-                    Err(Stop::Trap) => return Err(bad_ec(at, "s_trap", EC_QUEUE_WAVE_TRAP)),
-                }
-                if budget == 0 {
-                    return Err(bad_ec(at, "kernel ran past the model's instruction limit", EC_QUEUE_WAVE_ABORT));
-                }
+                self.start_workgroup(x);
+            }
+            let waves = self.live;
+            let mut mem = Local { lds: &mut self.lds, scratch: &mut self.scratch, lane_bytes: self.lane_bytes, isa: self.l.isa };
+            let before = left;
+            let r = workgroup(x, &mut self.pool[..waves], &mut mem, &mut self.cache, &mut left);
+            self.budget -= before - left;
+            match r {
+                Ok(true) => self.live = 0,
+                Ok(false) => {}
+                Err(Stop::Halt(h)) => return Err(h),
+                Err(Stop::Illegal(what)) => return Err(bad_ec(at, what, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION)),
+                Err(Stop::Trap) => return Err(bad_ec(at, "s_trap", EC_QUEUE_WAVE_TRAP)),
+            }
+            if self.budget == 0 {
+                return Err(bad_ec(at, "kernel ran past the model's instruction limit", EC_QUEUE_WAVE_ABORT));
+            }
+            if left == 0 {
+                return Ok(self.live == 0 && self.next == total);
             }
         }
     }
-    Ok(())
+
+    /// Launch the waves of workgroup `next`.
+    fn start_workgroup(&mut self, x: &Exec<'_>) {
+        let (wg, lanes) = (self.wg, self.lanes);
+        let (gx_n, gy_n) = (u64::from(self.groups[0]), u64::from(self.groups[1]));
+        let gid = [(self.next % gx_n) as u32, (self.next / gx_n % gy_n) as u32, (self.next / (gx_n * gy_n)) as u32];
+        self.next += 1;
+        // Partial workgroups at the grid's end.
+        let size = [0, 1, 2].map(|i| wg[i].min(self.l.k.grid_size[i] - gid[i] * wg[i]));
+        let items = size[0] * size[1] * size[2];
+        let waves = items.div_ceil(lanes as u32);
+        while self.pool.len() < waves as usize {
+            let v = vec![[0; LANES]; self.vgprs];
+            self.pool.push(Wave {
+                s: [0; 128],
+                scc: false,
+                v,
+                lanes,
+                pc: self.entry,
+                waves: 1,
+                scratch_slot: 0,
+                ended: false,
+                at_barrier: false,
+            });
+        }
+        for (wave_no, w) in self.pool.iter_mut().take(waves as usize).enumerate() {
+            launch(x, &self.d, &self.l, w, self.entry, gid, size, wave_no as u32, waves, (wave_no * self.wave_bytes) as u32);
+        }
+        self.lds.fill(0);
+        self.live = waves as usize;
+    }
 }
 
-/// Run one workgroup's waves to their ends, round robin: a wave runs until it ends, reaches
-/// `s_barrier` or used its slice. When every wave that has not ended waits at the barrier,
-/// the barrier opens (ended waves no longer count, as on the hardware).
-fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut HashMap<u64, Op>, budget: &mut u64) -> Result<(), Stop> {
+/// Run one workgroup's waves, round robin, until they have all ended (`Ok(true)`) or `budget`
+/// is used up (`Ok(false)`, every wave stopped at an instruction boundary): a wave runs until
+/// it ends, reaches `s_barrier` or used its slice. When every wave that has not ended waits
+/// at the barrier, the barrier opens (ended waves no longer count, as on the hardware).
+fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut HashMap<u64, Op>, budget: &mut u64) -> Result<bool, Stop> {
     let slice = if waves.len() == 1 { u32::MAX } else { SLICE };
     loop {
         let mut live = 0;
@@ -206,7 +284,7 @@ fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut 
                 Yield::Slice => {}
             }
             if *budget == 0 {
-                return Ok(());
+                return Ok(waves.iter().all(|w| w.ended));
             }
             live += 1;
         }
@@ -218,7 +296,7 @@ fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut 
                 waiting = true;
             }
             if !waiting {
-                return Ok(());
+                return Ok(true);
             }
         }
     }
@@ -377,7 +455,8 @@ const V_ADD_TID: u32 = 1 << 23;
 fn run(x: &Exec<'_>, w: &mut Wave, mem: &mut Local<'_>, cache: &mut HashMap<u64, Op>, budget: &mut u64, slice: u32) -> Result<Yield, Stop> {
     for _ in 0..slice {
         if *budget == 0 {
-            return Ok(Yield::End);
+            // Preempted (or out of budget) before this instruction.
+            return Ok(Yield::Slice);
         }
         *budget -= 1;
         let Op { i, y, nop } = fetch(x, mem.isa, cache, w.pc)?;
