@@ -794,6 +794,9 @@ fn an_endless_kernel_is_preempted_and_destroyed_from_c() {
     let e = compile(s, false, &c_dir().join("preemption.c"), "preemption", true, &[]);
     let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210"));
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("preemption: OK"), "{}", show(&o));
+    let plugin = model_plugin(&s.lib);
+    let o = run(clean_cmd(&e).env("HSA_MODEL_LIB", &plugin).env("HSAKMT_MODEL", "mi210"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("preemption: OK"), "plugin:\n{}", show(&o));
 }
 
 /// SMI events through hsaKmtOpenSMI (ffi/tests/c/smi.c): statuses, an empty file, a GPU page

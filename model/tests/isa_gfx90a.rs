@@ -139,10 +139,21 @@ impl Fx {
     }
     /// The same with the queue's read pointer at `rptr_va` and its CWSR area at `ctx_va` (0: none).
     fn dispatch_at(&self, k: KernelDispatch, args: &[u8], rptr_va: u64, ctx_va: u64) -> (RunEnd, RingProgress) {
+        let ring = self.submit(k, args, rptr_va, ctx_va);
+        let mut p = RingProgress::default();
+        // A long dispatch is preempted after each quantum of wave-instructions: run on.
+        let mut end = RunEnd::Budget;
+        while end == RunEnd::Budget {
+            end = self.m.engine_run(&ring, &mut p, 1, 16);
+        }
+        (end, p)
+    }
+    /// Write the dispatch packet and its kernel arguments: the ring to run.
+    fn submit(&self, k: KernelDispatch, args: &[u8], rptr_va: u64, ctx_va: u64) -> RingDesc {
         self.m.gpu_write(self.g, KARG, args).unwrap();
         let k = KernelDispatch { kernarg_address: KARG, ..k };
         self.m.gpu_write(self.g, RING, &aql::Repr::new(Body::KernelDispatch(k)).to_bytes()).unwrap();
-        let ring = RingDesc {
+        RingDesc {
             gpu_id: self.g,
             queue_id: 1,
             kind: EngineKind::Aql,
@@ -152,14 +163,7 @@ impl Fx {
             wptr_va: 0,
             ctx_va,
             doorbell: 0,
-        };
-        let mut p = RingProgress::default();
-        // A long dispatch is preempted after each quantum of wave-instructions: run on.
-        let mut end = RunEnd::Budget;
-        while end == RunEnd::Budget {
-            end = self.m.engine_run(&ring, &mut p, 1, 16);
         }
-        (end, p)
     }
     fn words(&self, va: u64, n: usize) -> Vec<u32> {
         let mut b = vec![0u8; 4 * n];
@@ -192,6 +196,49 @@ fn vector_add_of_a_million_floats_matches_the_cpu() {
         assert_eq!(got[i], (av[i] + bv[i]).to_bits(), "c[{i}]");
     }
     assert_eq!(got[n as usize], 0, "the work-item past n stored nothing");
+}
+
+#[test]
+fn a_long_dispatch_is_preempted_between_quanta_and_resumes_where_it_stood() {
+    let f = setup();
+    // 2^20 work-items of vadd: 16384 waves of ~20 instructions, many quanta of 2^16.
+    let (a, b, c) = (DATA, DATA + 4 * u64::from(N), DATA + 8 * u64::from(N));
+    let av: Vec<u32> = (0..N).map(|i| (i as f32 * 0.75).to_bits()).collect();
+    let bv: Vec<u32> = (0..N).map(|i| ((i % 13) as f32).to_bits()).collect();
+    f.m.gpu_write(f.g, a, &av.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, b, &bv.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let ring = f.submit(KernelDispatch::new(f.kd("vadd"), N, 256), &args(&[a, b, c, u64::from(N)]), 0, 0);
+    let mut p = RingProgress::default();
+    let mut runs = 0u64;
+    loop {
+        let end = f.m.engine_run(&ring, &mut p, 1, 16);
+        runs += 1;
+        if end != RunEnd::Budget {
+            assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+            break;
+        }
+        // Preempted: the packet is not consumed, its dispatch waits in the progress.
+        assert_eq!(p.read, 0);
+        assert!(p.dispatch.is_some());
+    }
+    let minimum = u64::from(N / 64) * 10 / (1 << 16);
+    assert!(runs > minimum, "{runs} runs for at least {minimum} quanta of work");
+    assert_eq!((p.read, p.dispatch.is_none()), (1, true));
+    let got = f.words(c, N as usize);
+    for i in 0..N as usize {
+        assert_eq!(got[i], (f32::from_bits(av[i]) + f32::from_bits(bv[i])).to_bits(), "c[{i}]");
+    }
+
+    // An endless loop (s_branch -1) on the same queue: each run ends preempted with no error,
+    // and dropping the progress (what a queue destroy does) is all it takes to stop it.
+    let entry = CODE + CodeObject::parse(&f.co).unwrap().symbol("fill").unwrap();
+    f.m.gpu_write(f.g, entry, &0xbf82_ffffu32.to_le_bytes()).unwrap();
+    let ring = f.submit(KernelDispatch::new(f.kd("fill"), 64, 64), &args(&[DATA, 64 << 32]), 0, 0);
+    let mut p = RingProgress::default();
+    for _ in 0..8 {
+        assert_eq!(f.m.engine_run(&ring, &mut p, 1, 16), RunEnd::Budget);
+        assert_eq!((p.read, &p.error, p.dispatch.is_some()), (0, &None, true));
+    }
 }
 
 #[test]

@@ -9,6 +9,8 @@ pub(super) struct Pass {
     pub(super) runs: usize,
     /// Runs that moved a queue (its read position, an error, or a used-up budget).
     pub(super) progressed: usize,
+    /// Runs that ended with work left (a used-up budget, a preempted dispatch).
+    pub(super) unfinished: usize,
 }
 
 impl Model {
@@ -98,6 +100,9 @@ impl Model {
                 if progress != before || end == RunEnd::Budget {
                     pass.progressed += 1;
                 }
+                if end == RunEnd::Budget {
+                    pass.unfinished += 1;
+                }
                 q.blocked = end == RunEnd::Blocked;
                 q.progress = progress;
                 q.running = false;
@@ -125,7 +130,9 @@ impl Model {
     }
 
     /// Tell the watcher a queue's doorbell was written (hsaKmtQueueRingDoorbell). A model
-    /// without a watcher thread (built with [`Model::new`]) services its queues now.
+    /// without a watcher thread (built with [`Model::new`]) services its queues now, on the
+    /// caller's thread, until none has work left that it could do (a preempted dispatch
+    /// included).
     pub fn ring_doorbell(&self, queue_id: u32) -> Result<(), i32> {
         {
             let t = self.table();
@@ -134,7 +141,7 @@ impl Model {
             }
         }
         if self.shared.strong_count() == 0 {
-            self.service_queues();
+            while self.service_pass().unfinished > 0 {}
         } else {
             self.start_watcher();
             self.kick_watcher();
