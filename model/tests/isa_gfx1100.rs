@@ -187,7 +187,11 @@ impl Fx {
             doorbell: 0,
         };
         let mut p = RingProgress::default();
-        let end = self.m.engine_run(&ring, &mut p, 1, 16);
+        // A long dispatch is preempted after each quantum of wave-instructions: run on.
+        let mut end = RunEnd::Budget;
+        while end == RunEnd::Budget {
+            end = self.m.engine_run(&ring, &mut p, 1, 16);
+        }
         (end, p)
     }
     fn words(&self, va: u64, n: usize) -> Vec<u32> {
