@@ -739,7 +739,8 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
             }
             5 => imm as u16 <= 0x3f,
             54 => MSG.iter().any(|m| i64::from(m.0) == i64::from(imm) && m.0 < 128),
-            1 | 2 | 31 | 48 | 61 => true,
+            // Printed without an operand: only the zero immediate.
+            31 | 48 | 61 => imm == 0,
             _ => true,
         };
         if !valid {

@@ -53,7 +53,8 @@ pub(crate) struct Launch {
 }
 
 struct Wave {
-    /// SGPRs by operand code (0..=101 SGPRs, 106/107 VCC, 124 M0, 126/127 EXEC).
+    /// SGPRs by operand code (0..=101 SGPRs, 106/107 VCC, 124 M0, 126/127 EXEC; 125, gfx11's
+    /// NULL in decoded form, is a sink no read sees).
     s: [u32; 128],
     scc: bool,
     v: Vec<[u32; LANES]>,
