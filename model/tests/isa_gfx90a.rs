@@ -574,3 +574,101 @@ fn with_the_runtime_enabled_a_trap_reaches_the_runtimes_error_word() {
     let _ = raw(&f.m, AMDKFD_IOC_WAIT_EVENTS, &mut w);
     assert_eq!(w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE as u32);
 }
+
+/// A PM4 packet as the compute CP reads it.
+fn pm4_packet(c: hsakmt_core::packet::pm4::Command<'_>) -> Vec<u8> {
+    use hsakmt_core::packet::pm4;
+    let r = pm4::Repr::compute(c);
+    let mut b = vec![0u8; r.buffer_len()];
+    r.emit(&mut pm4::Packet::new_unchecked(&mut b[..])).unwrap();
+    b
+}
+
+/// PM4 DISPATCH_DIRECT of machine code, as kfdtest's `Dispatch` issues it: the code's address
+/// in COMPUTE_PGM_LO/HI, the resource words in COMPUTE_PGM_RSRC1/2, the arguments in
+/// COMPUTE_USER_DATA (s0..s3 here), the workgroup id after them, work-item ids in v0; the
+/// packet's dimensions count threads with USE_THREAD_DIMENSIONS and workgroups without. A grid
+/// larger than one quantum is preempted on the PM4 ring and resumes at the same packet.
+#[test]
+fn pm4_dispatch_direct_runs_machine_code_from_the_sh_registers() {
+    use hsakmt_core::packet::model_kernel::dispatch_regs as regs;
+    use hsakmt_core::packet::pm4::{Command as Pm4, DispatchDirect, SetShReg};
+    let f = setup();
+    // dst[i] = src[i] + 1 for i = workgroup id * 64 + thread id.
+    let src = "s_lshl_b32 s5, s4, 6\nv_add_u32_e32 v0, s5, v0\nv_lshlrev_b32_e32 v0, 2, v0\n\
+               global_load_dword v1, v0, s[0:1]\ns_waitcnt vmcnt(0)\nv_add_u32_e32 v1, 1, v1\n\
+               global_store_dword v0, v1, s[2:3]\ns_endpgm\n";
+    let d = scratch("pm4");
+    std::fs::write(d.join("k.s"), src).unwrap();
+    run(Command::new(tool("llvm-mc-19", "llvm-19"))
+        .args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-filetype=obj", "k.s", "-o", "k.o"])
+        .current_dir(&d));
+    run(Command::new(tool("llvm-objcopy-19", "llvm-19")).args(["-O", "binary", "--only-section=.text", "k.o", "k.bin"]).current_dir(&d));
+    const PGM: u64 = BASE + 0x8000;
+    const PM4_RING: u64 = BASE + 0x4000;
+    f.m.gpu_write(f.g, PGM, &std::fs::read(d.join("k.bin")).unwrap()).unwrap();
+    let (sv, dv) = (DATA, DATA + 4 * u64::from(N));
+    let input: Vec<u32> = (0..N).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    f.m.gpu_write(f.g, sv, &input.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+
+    let (lo, hi) = regs::pgm(PGM);
+    // 8 VGPRs; four user SGPRs (USER_SGPR = 4), TGID_X_EN, work-item id x only.
+    let (rsrc1, rsrc2) = (0u32, 4 << 1 | 1 << 7);
+    let dispatch = |threads: u32, initiator: u32| -> (RunEnd, RingProgress, u64) {
+        f.m.gpu_write(f.g, dv, &vec![0u8; 4 * N as usize]).unwrap();
+        let mut ring = Vec::new();
+        for (reg, values) in [
+            (regs::COMPUTE_NUM_THREAD_X, vec![64u32, 1, 1]),
+            (regs::COMPUTE_PGM_LO, vec![lo, hi]),
+            (regs::COMPUTE_PGM_RSRC1, vec![rsrc1, rsrc2]),
+            (regs::COMPUTE_USER_DATA_0, vec![sv as u32, (sv >> 32) as u32, dv as u32, (dv >> 32) as u32]),
+        ] {
+            ring.extend(pm4_packet(Pm4::SetShReg(SetShReg { reg_offset: reg, values: (&values[..]).into() })));
+        }
+        ring.extend(pm4_packet(Pm4::DispatchDirect(DispatchDirect { dim: [threads, 1, 1], dispatch_initiator: initiator })));
+        f.m.gpu_write(f.g, PM4_RING, &ring).unwrap();
+        let desc = RingDesc {
+            gpu_id: f.g,
+            queue_id: 2,
+            kind: EngineKind::Pm4,
+            ring_va: PM4_RING,
+            ring_bytes: 4096,
+            rptr_va: 0,
+            wptr_va: 0,
+            ctx_va: 0,
+            doorbell: 0,
+        };
+        let dwords = ring.len() as u64 / 4;
+        let mut p = RingProgress::default();
+        let mut runs = 0;
+        loop {
+            runs += 1;
+            let end = f.m.engine_run(&desc, &mut p, dwords, 64);
+            if end != RunEnd::Budget {
+                return (end, p, runs);
+            }
+            // Preempted inside the dispatch: the packet (the last one) is not consumed.
+            assert!(p.dispatch.is_some() && p.read < dwords, "{p:?}");
+        }
+    };
+    let check = |n: usize| {
+        let got = f.words(dv, n + 1);
+        for i in 0..n {
+            assert_eq!(got[i], input[i].wrapping_add(1), "dst[{i}]");
+        }
+        assert_eq!(got[n], 0, "dst[{n}] is past the grid");
+    };
+    // 1000 threads: 16 workgroups, the last one 40 threads (a partial wave).
+    let (end, p, _) = dispatch(1000, 1 | 1 << 5);
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    check(1000);
+    // Without USE_THREAD_DIMENSIONS the dimension counts workgroups: 16 of 64.
+    let (end, p, _) = dispatch(16, 1);
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    check(1024);
+    // 2^20 - 64 threads: 16383 waves of 8 instructions, more than one quantum.
+    let (end, p, runs) = dispatch(N - 64, 1 | 1 << 5);
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    assert!(runs > 1, "{runs} run(s)");
+    check(N as usize - 64);
+}

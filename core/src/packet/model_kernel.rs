@@ -190,7 +190,18 @@ pub mod dispatch_regs {
     pub const COMPUTE_PGM_LO: u16 = 0x20c;
     /// `COMPUTE_PGM_HI` (0x2e0d): descriptor GPU VA bits 40..47 in bits 0..7.
     pub const COMPUTE_PGM_HI: u16 = 0x20d;
-    /// `COMPUTE_USER_DATA_0/1` (0x2e40, 0x2e41): kernarg GPU VA, low and high dword.
+    /// `COMPUTE_START_X` (0x2e04): the first of START_X/Y/Z, the grid's starting thread.
+    pub const COMPUTE_START_X: u16 = 0x204;
+    /// `COMPUTE_PGM_RSRC1/2` (0x2e12, 0x2e13): the resource words a kernel descriptor carries
+    /// as `compute_pgm_rsrc1/2` (VGPR granules; user SGPR count, workgroup id and work-item id
+    /// enables, LDS size in 512-byte granules in bits 15..23, SCRATCH_EN).
+    pub const COMPUTE_PGM_RSRC1: u16 = 0x212;
+    pub const COMPUTE_PGM_RSRC2: u16 = 0x213;
+    /// `COMPUTE_TMPRING_SIZE` (0x2e18): WAVES in bits 0..11, WAVESIZE (scratch per wave in
+    /// 1 KiB units on gfx9) in bits 12..24.
+    pub const COMPUTE_TMPRING_SIZE: u16 = 0x218;
+    /// `COMPUTE_USER_DATA_0..15` (0x2e40..0x2e4f): the user SGPRs of a machine-code dispatch;
+    /// for the model's own kernels USER_DATA_0/1 hold the kernarg GPU VA, low and high dword.
     pub const COMPUTE_USER_DATA_0: u16 = 0x240;
     pub const COMPUTE_USER_DATA_1: u16 = 0x241;
     /// Registers the model's per-queue SH register file holds (offsets 0..SH_REGS).

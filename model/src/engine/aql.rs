@@ -17,7 +17,7 @@
 //!   agent's queue treats them, and unknown vendor formats, as an invalid packet (ROCr's
 //!   HSA_STATUS_ERROR_INVALID_PACKET_FORMAT): BadPacket.
 
-use super::{bad, bad_ec, kernels, pm4, DispatchInFlight, Exec, Halt, IbFrame, RingProgress, RunEnd};
+use super::{bad, bad_ec, kernels, pm4, Exec, Halt, IbFrame, RingProgress, RunEnd};
 use hsakmt_core::abi::kfd::{EC_QUEUE_PACKET_DISPATCH_DIM_INVALID, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_PACKET_VENDOR_UNSUPPORTED};
 use hsakmt_core::packet::aql::{self, Body, PacketType, SignalCondition, PACKET_LEN};
 use hsakmt_core::packet::Error as PacketError;
@@ -157,43 +157,28 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
 /// `p.dispatch`; the next run goes on with it). The descriptor is read through the GPU page
 /// table.
 fn dispatch(x: &Exec<'_>, p: &mut RingProgress, k: &aql::KernelDispatch, packet_va: u64, at: u64) -> Result<bool, Halt> {
-    let resumed = p.dispatch.take();
-    let f = match resumed {
-        Some(f) => f,
-        None => {
-            let mut magic = [0u8; 4];
-            x.read(k.kernel_object, &mut magic)?;
-            let isa = match x.gfx_version() {
-                (9, 0, 10) => crate::isa::wave::Isa::Gfx9,
-                (11, 0, 0) => crate::isa::wave::Isa::Gfx11,
-                _ => {
-                    kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
-                    return Ok(true);
-                }
-            };
-            if u32::from_le_bytes(magic) == hsakmt_core::packet::model_kernel::MAGIC {
+    crate::isa::wave::run_in_flight(x, &mut p.dispatch, DISPATCH_QUANTUM, || {
+        let mut magic = [0u8; 4];
+        x.read(k.kernel_object, &mut magic)?;
+        let isa = match crate::isa::wave::Isa::of(x.gfx_version()) {
+            Some(isa) if u32::from_le_bytes(magic) != hsakmt_core::packet::model_kernel::MAGIC => isa,
+            _ => {
                 kernels::run(x, k.kernel_object, k.kernarg_address, at)?;
-                return Ok(true);
+                return Ok(None);
             }
-            use crate::isa::descriptor::{KernelDescriptor, ALIGN, LEN};
-            use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID as CODE_INVALID;
-            if !k.kernel_object.is_multiple_of(ALIGN) {
-                return Err(bad_ec(at, "kernel object is not 64-byte aligned", CODE_INVALID));
-            }
-            let mut b = [0u8; LEN];
-            x.read(k.kernel_object, &mut b)?;
-            let d = KernelDescriptor::parse(&b)
-                .map_err(|_| bad_ec(at, "kernel object is neither a model kernel nor a kernel descriptor", CODE_INVALID))?;
-            let l = crate::isa::wave::Launch { isa, desc_va: k.kernel_object, packet_va, index: at, k: *k };
-            DispatchInFlight(std::sync::Arc::new(std::sync::Mutex::new(crate::isa::wave::InFlight::new(&d, &l)?)))
+        };
+        use crate::isa::descriptor::{KernelDescriptor, ALIGN, LEN};
+        use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID as CODE_INVALID;
+        if !k.kernel_object.is_multiple_of(ALIGN) {
+            return Err(bad_ec(at, "kernel object is not 64-byte aligned", CODE_INVALID));
         }
-    };
-    // Only this run uses the state (the queue runs on one engine at a time).
-    let done = f.0.lock().unwrap_or_else(|e| e.into_inner()).run(x, DISPATCH_QUANTUM)?;
-    if !done {
-        p.dispatch = Some(f);
-    }
-    Ok(done)
+        let mut b = [0u8; LEN];
+        x.read(k.kernel_object, &mut b)?;
+        let d = KernelDescriptor::parse(&b)
+            .map_err(|_| bad_ec(at, "kernel object is neither a model kernel nor a kernel descriptor", CODE_INVALID))?;
+        let l = crate::isa::wave::Launch { isa, desc_va: k.kernel_object, packet_va, index: at, k: *k, user_data: None };
+        crate::isa::wave::InFlight::new(&d, &l).map(Some)
+    })
 }
 
 /// amd_signal_t.value of the signal at `handle`.

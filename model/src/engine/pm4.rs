@@ -13,7 +13,15 @@ const IB_PACKET_DWORDS: u64 = 4;
 enum Next {
     Done,
     Ib(IndirectBuffer),
+    /// A machine-code DISPATCH_DIRECT was preempted (its state in `RingProgress::dispatch`):
+    /// the packet is not consumed; the next run executes it again, which goes on with it.
+    Preempted,
 }
+
+/// `DISPATCH_INITIATOR` bits: USE_THREAD_DIMENSIONS (the packet's dimensions count threads,
+/// not workgroups) and CS_W32_EN (gfx10+: wave32).
+const USE_THREAD_DIMENSIONS: u32 = 1 << 5;
+const CS_W32_EN: u32 = 1 << 15;
 
 /// Run a PM4 ring (positions in dwords).
 pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<RunEnd, Halt> {
@@ -48,6 +56,7 @@ pub(super) fn run(x: &mut Exec<'_>, p: &mut RingProgress, write: u64) -> Result<
         let next = exec(x, p, &buf, at)?;
         x.steps += 1;
         match next {
+            Next::Preempted => return Ok(RunEnd::Budget),
             Next::Done => {
                 p.read += len;
                 x.report(p.read)?;
@@ -95,11 +104,15 @@ pub(super) fn drain_ibs(x: &mut Exec<'_>, p: &mut RingProgress, buf: &mut Vec<u8
         x.read(va, buf)?;
         let next = exec(x, p, buf, at)?;
         x.steps += 1;
+        if matches!(next, Next::Preempted) {
+            return Ok(false);
+        }
         p.ib_dwords += len;
         let depth = p.ib_stack.len();
         let Some(frame) = p.ib_stack.last_mut() else { return Ok(true) };
         match next {
             Next::Done => frame.pos += len as u32,
+            Next::Preempted => {}
             // A chained IB replaces the rest of the current one.
             Next::Ib(ib) if ib.chain => *frame = IbFrame { base: ib.ib_base, dwords: ib.size_dwords, pos: 0 },
             Next::Ib(ib) => {
@@ -121,6 +134,50 @@ fn memory_dst(sel: u8) -> bool {
 
 fn sh(p: &RingProgress, reg: u16) -> u32 {
     p.sh_regs.get(usize::from(reg)).copied().unwrap_or(0)
+}
+
+/// A DISPATCH_DIRECT of machine code, as kfdtest's `Dispatch` issues one: COMPUTE_PGM_LO/HI
+/// hold the code's entry address (256-byte aligned) >> 8, COMPUTE_PGM_RSRC1/2 the resource
+/// words, COMPUTE_USER_DATA_0..15 the user SGPRs, COMPUTE_NUM_THREAD_X/Y/Z the workgroup size,
+/// COMPUTE_TMPRING_SIZE the scratch per wave; the packet's dimensions count threads with
+/// USE_THREAD_DIMENSIONS, workgroups without; CS_W32_EN asks for wave32 (gfx11).
+#[allow(clippy::too_many_arguments)]
+fn machine_code(
+    x: &Exec<'_>,
+    p: &RingProgress,
+    isa: crate::isa::wave::Isa,
+    pgm: u64,
+    d: &pm4::DispatchDirect,
+    threads: [u32; 3],
+    user: [u32; 16],
+    at: u64,
+) -> Result<crate::isa::wave::InFlight, Halt> {
+    use crate::isa::descriptor::{props, KernelDescriptor};
+    use crate::isa::wave::Isa;
+    if (regs::COMPUTE_START_X..regs::COMPUTE_START_X + 3).any(|r| sh(p, r) != 0) {
+        return Err(bad(at, "DISPATCH_DIRECT with a non-zero COMPUTE_START (not modelled)"));
+    }
+    let grid =
+        if d.dispatch_initiator & USE_THREAD_DIMENSIONS != 0 { d.dim } else { [0, 1, 2].map(|i| d.dim[i].saturating_mul(threads[i])) };
+    let rsrc2 = sh(p, regs::COMPUTE_PGM_RSRC2);
+    let wave32 = isa == Isa::Gfx11 && d.dispatch_initiator & CS_W32_EN != 0;
+    let lanes = if wave32 { 32 } else { 64 };
+    // Scratch per wave (1 KiB units) shared out among its lanes, with SCRATCH_EN.
+    let wave_scratch = (sh(p, regs::COMPUTE_TMPRING_SIZE) >> 12 & 0x1fff) * 1024;
+    let desc = KernelDescriptor {
+        group_segment_fixed_size: (rsrc2 >> 15 & 0x1ff) * 512,
+        private_segment_fixed_size: if rsrc2 & 1 != 0 { wave_scratch / lanes } else { 0 },
+        rsrc1: sh(p, regs::COMPUTE_PGM_RSRC1),
+        rsrc2,
+        properties: if wave32 { props::WAVEFRONT_SIZE32 } else { 0 },
+        ..KernelDescriptor::default()
+    };
+    let mut k = hsakmt_core::packet::aql::KernelDispatch::new(pgm, grid[0], threads[0] as u16);
+    k.grid_size = grid;
+    k.workgroup_size = threads.map(|t| t as u16);
+    x.count_dispatch(grid, k.workgroup_size);
+    let l = crate::isa::wave::Launch { isa, desc_va: pgm, packet_va: 0, index: at, k, user_data: Some(user) };
+    crate::isa::wave::InFlight::new(&desc, &l)
 }
 
 /// Execute one packet (`bytes`: exactly the packet).
@@ -209,11 +266,30 @@ fn exec(x: &Exec<'_>, p: &mut RingProgress, bytes: &[u8], at: u64) -> Result<Nex
             if d.dim.contains(&0) || threads.contains(&0) {
                 return Err(bad(at, "DISPATCH_DIRECT with an empty grid or workgroup"));
             }
-            let desc = regs::pgm_va(sh(p, regs::COMPUTE_PGM_LO), sh(p, regs::COMPUTE_PGM_HI));
-            let kernarg = u64::from(sh(p, regs::COMPUTE_USER_DATA_0)) | u64::from(sh(p, regs::COMPUTE_USER_DATA_1)) << 32;
-            let grid = [0, 1, 2].map(|i| d.dim[i].saturating_mul(threads[i]));
-            x.count_dispatch(grid, threads.map(|t| t as u16));
-            kernels::run(x, desc, kernarg, at)?;
+            let pgm = regs::pgm_va(sh(p, regs::COMPUTE_PGM_LO), sh(p, regs::COMPUTE_PGM_HI));
+            let mut regs_now = [0u32; 16];
+            for (i, v) in regs_now.iter_mut().enumerate() {
+                *v = sh(p, regs::COMPUTE_USER_DATA_0 + i as u16);
+            }
+            let mut slot = p.dispatch.take();
+            let done = crate::isa::wave::run_in_flight(x, &mut slot, super::aql::DISPATCH_QUANTUM, || {
+                let mut magic = [0u8; 4];
+                x.read(pgm, &mut magic)?;
+                let isa = crate::isa::wave::Isa::of(x.gfx_version());
+                let Some(isa) = isa.filter(|_| u32::from_le_bytes(magic) != hsakmt_core::packet::model_kernel::MAGIC) else {
+                    // The model's own kernels: COMPUTE_PGM names an "HKMK" descriptor.
+                    let kernarg = u64::from(regs_now[0]) | u64::from(regs_now[1]) << 32;
+                    let grid = [0, 1, 2].map(|i| d.dim[i].saturating_mul(threads[i]));
+                    x.count_dispatch(grid, threads.map(|t| t as u16));
+                    kernels::run(x, pgm, kernarg, at)?;
+                    return Ok(None);
+                };
+                machine_code(x, p, isa, pgm, &d, threads, regs_now, at).map(Some)
+            })?;
+            p.dispatch = slot;
+            if !done {
+                return Ok(Next::Preempted);
+            }
         }
         Command::CopyData(c) => {
             let wide = c.count_sel;

@@ -42,6 +42,17 @@ pub(crate) enum Isa {
     Gfx11,
 }
 
+impl Isa {
+    /// The machine code a GPU of this `gfx_version` runs on the model, if the model runs it.
+    pub(crate) fn of(gfx_version: (u32, u32, u32)) -> Option<Isa> {
+        match gfx_version {
+            (9, 0, 10) => Some(Isa::Gfx9),
+            (11, 0, 0) => Some(Isa::Gfx11),
+            _ => None,
+        }
+    }
+}
+
 /// What the dispatch packet and its queue give the waves.
 #[derive(Clone, Copy)]
 pub(crate) struct Launch {
@@ -50,6 +61,10 @@ pub(crate) struct Launch {
     pub packet_va: u64,
     pub index: u64,
     pub k: KernelDispatch,
+    /// PM4 dispatches: the user SGPRs as COMPUTE_USER_DATA_0..15 give them (the descriptor's
+    /// user SGPR count of them, from s0); AQL dispatches: `None` (the descriptor's properties
+    /// say which the CP fills in).
+    pub user_data: Option<[u32; 16]>,
 }
 
 struct Wave {
@@ -270,6 +285,31 @@ impl InFlight {
     }
 }
 
+/// Run the dispatch in `slot` (preempted earlier) or the one `start` sets up, for at most
+/// `quantum` wave-instructions: `Ok(true)` when it has ended (or `start` ran it at once and
+/// answered `None`: a model kernel), `Ok(false)` when preempted, kept in `slot` for the next
+/// run. A dispatch that fails leaves `slot` empty.
+pub(crate) fn run_in_flight(
+    x: &Exec<'_>,
+    slot: &mut Option<crate::engine::DispatchInFlight>,
+    quantum: u64,
+    start: impl FnOnce() -> Result<Option<InFlight>, Halt>,
+) -> Result<bool, Halt> {
+    let f = match slot.take() {
+        Some(f) => f,
+        None => match start()? {
+            Some(f) => crate::engine::DispatchInFlight(std::sync::Arc::new(std::sync::Mutex::new(f))),
+            None => return Ok(true),
+        },
+    };
+    // Only this run uses the state (a queue runs on one engine at a time).
+    let done = f.0.lock().unwrap_or_else(|e| e.into_inner()).run(x, quantum)?;
+    if !done {
+        *slot = Some(f);
+    }
+    Ok(done)
+}
+
 /// Run one workgroup's waves, round robin, until they have all ended (`Ok(true)`) or `budget`
 /// is used up (`Ok(false)`, every wave stopped at an instruction boundary): a wave runs until
 /// it ends, reaches `s_barrier` or used its slice. When every wave that has not ended waits
@@ -363,6 +403,10 @@ fn launch(
     }
     if p & props::PRIVATE_SEGMENT_SIZE != 0 {
         put(&mut w.s, l.k.private_segment_size);
+    }
+    if let Some(user) = l.user_data {
+        let n = d.user_sgpr_count().min(user.len());
+        w.s[..n].copy_from_slice(&user[..n]);
     }
     let mut n = d.user_sgpr_count();
     for (i, on) in d.workgroup_id_enabled().into_iter().enumerate() {
