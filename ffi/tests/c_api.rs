@@ -799,6 +799,16 @@ fn an_endless_kernel_is_preempted_and_destroyed_from_c() {
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("preemption: OK"), "plugin:\n{}", show(&o));
 }
 
+/// A wave's own messages (ffi/tests/c/wave_messages.c): `s_sendmsg sendmsg(MSG_INTERRUPT)`
+/// signals the KFD event M0 names, `s_memrealtime` reads the clock GetClockCounters reports.
+#[test]
+fn wave_messages_signal_events_and_read_the_gpu_clock_from_c() {
+    let s = setup();
+    let e = compile(s, false, &c_dir().join("wave_messages.c"), "wave_messages", true, &[]);
+    let o = run(clean_cmd(&e).env("HSAKMT_MODEL", "mi210"));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("wave_messages: OK"), "{}", show(&o));
+}
+
 /// SMI events through hsaKmtOpenSMI (ffi/tests/c/smi.c): statuses, an empty file, a GPU page
 /// fault (VMFAULT naming this process), a whole-GPU reset (GPU_PRE_RESET, QUEUE_EVICTION with
 /// the SUSPEND trigger, GPU_POST_RESET), UNMAP_FROM_GPU where the CWSR area is an SVM range,

@@ -109,8 +109,23 @@ const SOPP: &[Row] = &[
     (9, "s_cbranch_execnz", [0; 4]),
     (10, "s_barrier", [0; 4]),
     (12, "s_waitcnt", [0; 4]),
+    (13, "s_sethalt", [0; 4]),
+    (14, "s_sleep", [0; 4]),
+    (15, "s_setprio", [0; 4]),
+    (16, "s_sendmsg", [0; 4]),
     (18, "s_trap", [0; 4]),
+    (19, "s_icache_inv", [0; 4]),
+    (20, "s_incperflevel", [0; 4]),
+    (21, "s_decperflevel", [0; 4]),
 ];
+
+/// `s_sendmsg` messages the model decodes: MSG_INTERRUPT (1), which carries M0's low 24 bits to
+/// the KFD as an SQ interrupt (the data is the id of the event it signals).
+pub const MSG_INTERRUPT: i32 = 1;
+
+/// SMEM `s_memtime` / `s_memrealtime`: a 64-bit counter into an SGPR pair, no address.
+pub const S_MEMTIME: u16 = 0x24;
+pub const S_MEMREALTIME: u16 = 0x25;
 
 const SMEM: &[Row] = &[
     (0, "s_load_dword", [1, 0, 0, 0]),
@@ -550,6 +565,10 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         let r = find(SOPP, (d >> 16) & 0x7f)?;
         let mut i = blank(Enc::Sopp, r);
         i.imm = i32::from(d as u16 as i16);
+        // s_sendmsg: MSG_INTERRUPT only; s_icache_inv: no operand.
+        if (i.op == 16 && i.imm != MSG_INTERRUPT) || (i.op == 19 && i.imm != 0) {
+            return None;
+        }
         return Some(i);
     }
     if d >> 28 == 0xb {
@@ -568,6 +587,14 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
     }
     if d >> 26 == 0b110000 {
         let e = second?;
+        let op = ((d >> 18) & 0xff) as u16;
+        if (op == S_MEMTIME || op == S_MEMREALTIME) && d & 0x3f == 0 && e == 0 {
+            let name = if op == S_MEMTIME { "s_memtime" } else { "s_memrealtime" };
+            let mut i = blank(Enc::Smem, &(op, name, [2, 0, 0, 0]));
+            i.dst = ((d >> 6) & 0x7f) as u16;
+            i.len = 8;
+            return Some(i);
+        }
         // Only the immediate-offset form (IMM = 1).
         if d & (1 << 17) == 0 {
             return None;
@@ -819,7 +846,8 @@ impl fmt::Display for Inst {
             Enc::Sopc => write!(f, "{n} {}, {}", self.s(0), self.s(1)),
             Enc::Sopk => write!(f, "{n} {dst}, 0x{:x}", self.imm as u16),
             Enc::Sopp => match self.op {
-                1 | 10 => f.write_str(n),
+                1 | 10 | 19 => f.write_str(n),
+                16 => write!(f, "{n} sendmsg(MSG_INTERRUPT)"),
                 12 => {
                     let v = self.imm as u32;
                     let (vm, exp, lgkm) = ((v & 0xf) | ((v >> 10) & 0x30), (v >> 4) & 7, (v >> 8) & 0xf);
@@ -842,6 +870,7 @@ impl fmt::Display for Inst {
                 // LLVM prints the branch offset as the unsigned 16-bit field.
                 _ => write!(f, "{n} {}", self.imm as u16),
             },
+            Enc::Smem if self.op == S_MEMTIME || self.op == S_MEMREALTIME => write!(f, "{n} {dst}"),
             Enc::Smem => {
                 write!(f, "{n} {dst}, {}, 0x{:x}", Opnd(self.src[0], 2, 0), self.imm)?;
                 if self.glc {

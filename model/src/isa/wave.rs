@@ -521,6 +521,18 @@ fn run(x: &Exec<'_>, w: &mut Wave, mem: &mut Local<'_>, cache: &mut HashMap<u64,
                 10 if w.waves == 1 => {}
                 10 => return Ok(Yield::Barrier),
                 18 => return Err(Stop::Trap),
+                // s_setprio, s_incperflevel, s_decperflevel: hints with no effect on results;
+                // s_sethalt 0 (resume) is one too.
+                15 | 20 | 21 => {}
+                13 if i.imm & 1 == 0 => {}
+                13 => return Err(Stop::Illegal("s_sethalt 1 (a halted wave waits for a debugger)")),
+                // s_sleep: the wave gives up its turn (a spin loop lets the others run).
+                14 => return Ok(Yield::Slice),
+                // s_sendmsg MSG_INTERRUPT: the SQ interrupt; the KFD signals the event whose
+                // id is M0's low 24 bits (kfd_int_process_v9: kfd_signal_event_interrupt(.., 24)).
+                16 => x.interrupt(w.s[124] & 0xff_ffff, 24),
+                // s_icache_inv: code written since is read afresh.
+                19 => cache.clear(),
                 op => {
                     let vcc = w.mask(VCC);
                     let take = match op {
@@ -538,6 +550,9 @@ fn run(x: &Exec<'_>, w: &mut Wave, mem: &mut Local<'_>, cache: &mut HashMap<u64,
                     }
                 }
             },
+            // s_memtime / s_memrealtime: the GPU clock counter (the one GET_CLOCK_COUNTERS
+            // reports; the model has one clock for both).
+            Enc::Smem if i.op == gfx9::S_MEMTIME || i.op == gfx9::S_MEMREALTIME => set_s64(w, i.dst, x.clock())?,
             Enc::Smem => {
                 // gfx11: an SGPR offset as well (`saddr` in the decoded form).
                 let soffset = if i.saddr == SADDR_OFF { 0 } else { u64::from(sval(w, i.saddr, 0)?) };

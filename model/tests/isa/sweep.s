@@ -62,6 +62,15 @@ s_trap 2
 s_waitcnt vmcnt(0)
 s_waitcnt lgkmcnt(0)
 s_waitcnt vmcnt(1) lgkmcnt(2)
+s_sleep 1
+s_setprio 2
+s_sethalt 0
+s_sendmsg sendmsg(MSG_INTERRUPT)
+s_icache_inv
+s_incperflevel 1
+s_decperflevel 1
+s_memtime s[6:7]
+s_memrealtime s[2:3]
 s_load_dword s0, s[4:5], 0x4
 s_load_dwordx2 s[4:5], s[6:7], 0x10
 s_load_dwordx4 s[0:3], s[6:7], 0x0
