@@ -9,6 +9,25 @@
 #include <string.h>
 #include <time.h>
 
+/* Open the KFD and find the first GPU, which must be a gfx90a (the hand-assembled code of these
+ * tests is gfx90a's): its node, or 0 (after saying why) when there is none. */
+static inline HSAuint32 open_gfx90a(void)
+{
+	HsaSystemProperties sys;
+	HsaNodeProperties props;
+
+	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
+		printf("cannot open\n");
+		return 0;
+	}
+	HSAuint32 gpu = first_gpu_node(&sys, &props);
+	if (!gpu || props.EngineId.ui32.Major != 9 || props.EngineId.ui32.Minor != 0 || props.EngineId.ui32.Stepping != 10) {
+		printf("no gfx90a GPU\n");
+		return 0;
+	}
+	return gpu;
+}
+
 struct aql_queue {
 	HsaQueueResource r;
 	uint8_t *ring;
@@ -20,11 +39,8 @@ struct aql_queue {
  * (ErrorReason) in ptrs[8], its error event; a dispatch the model stops would set the word. */
 static inline void aql_queue_create(HSAuint32 gpu, struct aql_queue *q)
 {
-	HsaEventDescriptor d;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_SIGNAL;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &q->error_event) == HSAKMT_STATUS_SUCCESS);
+	q->error_event = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false);
+	EXPECT(q->error_event != NULL);
 	q->ring = gpu_host_memory(gpu, 4096);
 	q->ptrs = gpu_host_memory(gpu, 4096);
 	EXPECT(q->ring && q->ptrs);

@@ -70,12 +70,8 @@ static int target(void)
 	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ra, 4096, NULL, &qa) == 0);
 	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, rb, 4096, NULL, &qb) == 0);
 	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, raql, 4096, NULL, &qaql) == 0);
-	HsaEventDescriptor d;
-	HsaEvent *fault = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_MEMORY;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, true, false, &fault) == HSAKMT_STATUS_SUCCESS);
+	HsaEvent *fault = new_event(HSA_EVENTTYPE_MEMORY, gpu, true);
+	EXPECT(fault != NULL);
 	say(to_parent[1], 'r'); /* ready */
 
 	EXPECT(hear(to_child[0]) == 'f');

@@ -1,4 +1,5 @@
-/* What the C tests share to reach a GPU: the first GPU node, and host memory it can reach. */
+/* What the C tests share to reach a GPU: the first GPU node, host memory it can reach, and
+ * events on it. */
 #ifndef HSAKMT_RS_TEST_GPU_MEMORY_H
 #define HSAKMT_RS_TEST_GPU_MEMORY_H
 #include <hsakmt/hsakmt.h>
@@ -36,6 +37,20 @@ static inline void *gpu_host_memory(HSAuint32 node, HSAuint64 size)
 		return NULL;
 	memset(p, 0, size);
 	return p;
+}
+
+/* A new unsignalled event of `type` on `node`, auto-reset unless `manual`; NULL on failure. */
+static inline HsaEvent *new_event(HSA_EVENTTYPE type, HSAuint32 node, bool manual)
+{
+	HsaEventDescriptor d;
+	HsaEvent *ev = NULL;
+
+	memset(&d, 0, sizeof(d));
+	d.EventType = type;
+	d.NodeId = node;
+	if (hsaKmtCreateEvent(&d, manual, false, &ev) != HSAKMT_STATUS_SUCCESS)
+		return NULL;
+	return ev;
 }
 
 #endif

@@ -149,12 +149,8 @@ int main(void)
 	*(uint32_t *)(hb + 8) = 16;
 	*(uint32_t *)(hb + 0x14) = 0;
 	*(uint64_t *)(hb + 0x18) = (uintptr_t)sig;
-	HsaEventDescriptor d;
-	HsaEvent *ev = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_SIGNAL;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
+	HsaEvent *ev = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false);
+	EXPECT(ev != NULL);
 	sig[1] = 1;                    /* value */
 	sig[2] = ev->EventData.HWData2; /* event mailbox */
 	sig[3] = ev->EventId;           /* event id (low 32 bits) */

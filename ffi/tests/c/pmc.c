@@ -193,12 +193,8 @@ int main(void)
 	HsaQueueResource q;
 	memset(&q, 0, sizeof(q));
 	EXPECT(hsaKmtCreateQueue(gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, &q) == HSAKMT_STATUS_SUCCESS);
-	HsaEventDescriptor d;
-	HsaEvent *ev = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_SIGNAL;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
+	HsaEvent *ev = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false);
+	EXPECT(ev != NULL);
 	uint64_t s = (uintptr_t)src, t_ = (uintptr_t)dst, f = (uintptr_t)flag, mb = ev->EventData.HWData2;
 	uint32_t id = ev->EventId;
 	uint32_t pk[] = { 1, N_BYTES - 1, 0, (uint32_t)s, (uint32_t)(s >> 32), (uint32_t)t_, (uint32_t)(t_ >> 32),

@@ -30,17 +30,6 @@ static int wait_rptr(volatile HSAuint64 *rptr, HSAuint64 want, int dwords32)
 	return 0;
 }
 
-static HsaEvent *hw_exception_event(HSAuint32 gpu)
-{
-	HsaEventDescriptor d;
-	HsaEvent *ev = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_HW_EXCEPTION;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
-	return ev;
-}
-
 /* Destroy a hung queue and check the HW-exception event it raises. */
 static void destroy_hung(HSA_QUEUEID id, HsaEvent *hw, HSAuint32 gpu, int per_queue_reset)
 {
@@ -76,7 +65,8 @@ int main(void)
 	int compute_reset = props.Capability.ui32.PerQueueResetSupported;
 	int sdma_reset = props.Capability2.ui32.PerSDMAQueueResetSupported;
 	EXPECT(want && compute_reset == (want[0] == '1'));
-	HsaEvent *hw = hw_exception_event(gpu);
+	HsaEvent *hw = new_event(HSA_EVENTTYPE_HW_EXCEPTION, gpu, false);
+	EXPECT(hw != NULL);
 
 	/* SDMA: a FENCE, then opcode 0xff. */
 	uint32_t *ring = gpu_host_memory(gpu, 4096), *dst = gpu_host_memory(gpu, 4096);
@@ -108,12 +98,8 @@ int main(void)
 
 	/* AQL: the runtime's error word and event in the queue's CWSR header; a packet of an
 	 * unknown type (7) sets KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED = 20) and the event. */
-	HsaEventDescriptor d;
-	HsaEvent *qev = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_SIGNAL;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &qev) == HSAKMT_STATUS_SUCCESS);
+	HsaEvent *qev = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false);
+	EXPECT(qev != NULL);
 	uint64_t *ptrs = gpu_host_memory(gpu, 4096);
 	uint8_t *ring3 = gpu_host_memory(gpu, 4096);
 	volatile HSAint64 *error_word = (HSAint64 *)&ptrs[8];

@@ -78,12 +78,8 @@ int main(void)
 	 * id, as kfdtest does: SDMA packets from the public format (op in bits 0..7; FENCE = 5:
 	 * address lo/hi, data; TRAP = 6: 28-bit interrupt context). The KFD sets a signal event on
 	 * an interrupt only when its slot was written. */
-	HsaEventDescriptor d;
-	HsaEvent *ev = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_SIGNAL;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
+	HsaEvent *ev = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false);
+	EXPECT(ev != NULL);
 	uint64_t a = (uintptr_t)dst, mb = ev->EventData.HWData2;
 	uint32_t id = ev->EventId;
 	EXPECT(mb != 0);
@@ -129,11 +125,8 @@ int main(void)
 
 	/* A GPU page fault: FENCE to an address no mapping covers. The memory-exception event
 	 * carries the faulting page and the node; the queue stops; everything else goes on. */
-	HsaEvent *fault = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_MEMORY;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, true, false, &fault) == HSAKMT_STATUS_SUCCESS);
+	HsaEvent *fault = new_event(HSA_EVENTTYPE_MEMORY, gpu, true);
+	EXPECT(fault != NULL);
 	uint32_t *fring = gpu_host_memory(gpu, 4096);
 	HsaQueueResource f;
 	memset(&f, 0, sizeof(f));

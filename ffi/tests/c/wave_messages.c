@@ -29,29 +29,11 @@ static void name_event(uint8_t *kernarg, HsaEvent *ev)
 	*(uint64_t *)(kernarg + 16) = ev->EventData.HWData2;
 }
 
-static HsaEvent *signal_event(HSAuint32 gpu)
-{
-	HsaEventDescriptor d;
-	HsaEvent *ev = NULL;
-	memset(&d, 0, sizeof(d));
-	d.EventType = HSA_EVENTTYPE_SIGNAL;
-	d.NodeId = gpu;
-	EXPECT(hsaKmtCreateEvent(&d, false, false, &ev) == HSAKMT_STATUS_SUCCESS);
-	return ev;
-}
-
 int main(void)
 {
-	HsaSystemProperties sys;
-	HsaNodeProperties props;
-
-	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS || hsaKmtAcquireSystemProperties(&sys) != HSAKMT_STATUS_SUCCESS) {
-		printf("cannot open\n");
+	HSAuint32 gpu = open_gfx90a();
+	if (!gpu)
 		return 1;
-	}
-	HSAuint32 gpu = first_gpu_node(&sys, &props);
-	EXPECT(gpu != 0);
-	EXPECT(props.EngineId.ui32.Major == 9 && props.EngineId.ui32.Minor == 0 && props.EngineId.ui32.Stepping == 10);
 
 	/* The descriptor (code object v5) at +0: entry 256 bytes on, two user SGPRs (USER_SGPR = 2
 	 * in compute_pgm_rsrc2) holding the kernarg pointer (kernel_code_properties bit 3). */
@@ -64,7 +46,8 @@ int main(void)
 	uint8_t *signal = mem, *kernarg = mem + 256;
 	uint64_t *out = (uint64_t *)(mem + 512);
 
-	HsaEvent *ev = signal_event(gpu), *other = signal_event(gpu);
+	HsaEvent *ev = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false), *other = new_event(HSA_EVENTTYPE_SIGNAL, gpu, false);
+	EXPECT(ev && other);
 	struct aql_queue q;
 	aql_queue_create(gpu, &q);
 	HsaClockCounters before, after;
