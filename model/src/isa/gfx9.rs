@@ -64,13 +64,28 @@ const SOP2: &[Row] = &[
     (36, "s_mul_i32", [1, 1, 1, 0]),
 ];
 
-const SOPK: &[Row] = &[(0, "s_movk_i32", [1, 0, 0, 0])];
+/// SOPK: `s_getreg`/`s_setreg` move a bit field of a hardware register (`imm`: the `hwreg`
+/// field, id | offset << 6 | (size - 1) << 11); the model has the MODE register only.
+const SOPK: &[Row] = &[
+    (0, "s_movk_i32", [1, 0, 0, 0]),
+    (17, "s_getreg_b32", [1, 0, 0, 0]),
+    (18, "s_setreg_b32", [0, 1, 0, 0]),
+    (20, "s_setreg_imm32_b32", [0, 0, 0, 0]),
+];
+
+/// `hwreg` id of the MODE register (rounding and denormal modes, DX10 clamp, IEEE).
+pub const HW_REG_MODE: i32 = 1;
+/// SOPK opcodes of gfx9's `s_getreg_b32`, `s_setreg_b32`, `s_setreg_imm32_b32`.
+pub const GETREG: u16 = 17;
+pub const SETREG: u16 = 18;
+pub const SETREG_IMM32: u16 = 20;
 
 const SOP1: &[Row] = &[
     (0, "s_mov_b32", [1, 1, 0, 0]),
     (1, "s_mov_b64", [2, 2, 0, 0]),
     (4, "s_not_b32", [1, 1, 0, 0]),
     (5, "s_not_b64", [2, 2, 0, 0]),
+    (8, "s_brev_b32", [1, 1, 0, 0]),
     (13, "s_bcnt1_i32_b64", [1, 2, 0, 0]),
     (17, "s_ff1_i32_b64", [1, 2, 0, 0]),
     (28, "s_getpc_b64", [2, 0, 0, 0]),
@@ -195,7 +210,28 @@ const VOP1: &[Row] = &[
     (24, "v_ceil_f64", [2, 2, 0, 0]),
     (25, "v_rndne_f64", [2, 2, 0, 0]),
     (26, "v_floor_f64", [2, 2, 0, 0]),
+    (27, "v_fract_f32", [1, 1, 0, 0]),
+    (28, "v_trunc_f32", [1, 1, 0, 0]),
+    (29, "v_ceil_f32", [1, 1, 0, 0]),
+    (30, "v_rndne_f32", [1, 1, 0, 0]),
+    (31, "v_floor_f32", [1, 1, 0, 0]),
+    (32, "v_exp_f32", [1, 1, 0, 0]),
+    (33, "v_log_f32", [1, 1, 0, 0]),
+    (34, "v_rcp_f32", [1, 1, 0, 0]),
+    (35, "v_rcp_iflag_f32", [1, 1, 0, 0]),
+    (36, "v_rsq_f32", [1, 1, 0, 0]),
+    (37, "v_rcp_f64", [2, 2, 0, 0]),
+    (38, "v_rsq_f64", [2, 2, 0, 0]),
+    (39, "v_sqrt_f32", [1, 1, 0, 0]),
+    (40, "v_sqrt_f64", [2, 2, 0, 0]),
+    (41, "v_sin_f32", [1, 1, 0, 0]),
+    (42, "v_cos_f32", [1, 1, 0, 0]),
     (43, "v_not_b32", [1, 1, 0, 0]),
+    (48, "v_frexp_exp_i32_f64", [1, 2, 0, 0]),
+    (49, "v_frexp_mant_f64", [2, 2, 0, 0]),
+    (50, "v_fract_f64", [2, 2, 0, 0]),
+    (51, "v_frexp_exp_i32_f32", [1, 1, 0, 0]),
+    (52, "v_frexp_mant_f32", [1, 1, 0, 0]),
 ];
 
 /// VOPC: f32 compares at 0x40.., i32 at 0xc0.., u32 at 0xc8.. (the suffix order of each group).
@@ -265,16 +301,25 @@ const VOPC_U64: [&str; 8] =
 
 /// VOP3-only opcodes (VOPC, VOP2 and VOP1 also have VOP3 forms at op, 0x100 + op, 0x140 + op).
 const VOP3: &[Row] = &[
+    (0x1c1, "v_mad_f32", [1, 1, 1, 1]),
     (0x1c3, "v_mad_u32_u24", [1, 1, 1, 1]),
     (0x1c8, "v_bfe_u32", [1, 1, 1, 1]),
     (0x1cb, "v_fma_f32", [1, 1, 1, 1]),
     (0x1cc, "v_fma_f64", [2, 2, 2, 2]),
+    (0x1de, "v_div_fixup_f32", [1, 1, 1, 1]),
+    (0x1df, "v_div_fixup_f64", [2, 2, 2, 2]),
+    (0x1e0, "v_div_scale_f32", [1, 1, 1, 1]),
+    (0x1e1, "v_div_scale_f64", [2, 2, 2, 2]),
+    (0x1e2, "v_div_fmas_f32", [1, 1, 1, 1]),
+    (0x1e3, "v_div_fmas_f64", [2, 2, 2, 2]),
     (0x1e8, "v_mad_u64_u32", [2, 1, 1, 2]),
     (0x1f3, "v_xad_u32", [1, 1, 1, 1]),
     (0x1fd, "v_lshl_add_u32", [1, 1, 1, 1]),
     (0x1ff, "v_add3_u32", [1, 1, 1, 1]),
     (0x200, "v_lshl_or_b32", [1, 1, 1, 1]),
+    (0x202, "v_or3_b32", [1, 1, 1, 1]),
     (0x206, "v_fma_f16", [1, 1, 1, 1]),
+    (0x207, "v_div_fixup_f16", [1, 1, 1, 1]),
     (0x280, "v_add_f64", [2, 2, 2, 0]),
     (0x281, "v_mul_f64", [2, 2, 2, 0]),
     (0x282, "v_min_f64", [2, 2, 2, 0]),
@@ -282,6 +327,7 @@ const VOP3: &[Row] = &[
     (0x284, "v_ldexp_f64", [2, 2, 1, 0]),
     (0x285, "v_mul_lo_u32", [1, 1, 1, 0]),
     (0x286, "v_mul_hi_u32", [1, 1, 1, 0]),
+    (0x288, "v_ldexp_f32", [1, 1, 1, 0]),
     (0x289, "v_readlane_b32", [1, 1, 1, 0]),
     (0x28c, "v_mbcnt_lo_u32_b32", [1, 1, 1, 0]),
     (0x28d, "v_mbcnt_hi_u32_b32", [1, 1, 1, 0]),
@@ -506,6 +552,9 @@ pub fn blank(enc: Enc, row: &(u16, &'static str, [u8; 4])) -> Inst {
 /// A VOPC opcode's mnemonic.
 fn vopc_name(op: u32) -> Option<&'static str> {
     match op {
+        0x10 => Some("v_cmp_class_f32"),
+        0x12 => Some("v_cmp_class_f64"),
+        0x14 => Some("v_cmp_class_f16"),
         0x20..=0x2f => Some(VOPC_F16[(op - 0x20) as usize]),
         0x40..=0x4f => Some(VOPC_F32[(op - 0x40) as usize]),
         0x60..=0x6f => Some(VOPC_F64[(op - 0x60) as usize]),
@@ -519,11 +568,20 @@ fn vopc_name(op: u32) -> Option<&'static str> {
 
 /// A VOPC opcode's operand widths (the mask, then the two sources).
 fn vopc_sig(op: u32) -> Sig {
-    if (0x60..0x70).contains(&op) || (0xe0..0xf0).contains(&op) {
+    // v_cmp_class_f64: an f64 and a 32-bit class mask.
+    if op == 0x12 {
+        [2, 2, 1, 0]
+    } else if (0x60..0x70).contains(&op) || (0xe0..0xf0).contains(&op) {
         [2, 2, 2, 0]
     } else {
         [2, 1, 1, 0]
     }
+}
+
+/// Is the VOP3 opcode a VOP3b form (an SGPR lane-mask destination in bits 8..15, no abs)?
+/// v_div_scale writes the lanes whose quotient v_div_fmas must scale back.
+pub fn vop3b(op: u16) -> bool {
+    matches!(op, 0x1e0 | 0x1e1 | 0x1e8) || (0x100..0x140).contains(&op) && carry_out(op - 0x100)
 }
 
 /// Does the VOP2 opcode write a carry (VOP3b form, VCC in VOP2)?
@@ -576,6 +634,17 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         let mut i = blank(Enc::Sopk, r);
         i.dst = ((d >> 16) & 0x7f) as u16;
         i.imm = i32::from(d as u16 as i16);
+        if i.op != 0 && i.imm & 0x3f != HW_REG_MODE {
+            // Hardware registers other than MODE: not modelled.
+            return None;
+        }
+        if i.op == SETREG {
+            i.src[0] = i.dst;
+        }
+        if i.op == SETREG_IMM32 {
+            i.lit = second?;
+            i.len = 8;
+        }
         return Some(i);
     }
     if d >> 30 == 0b10 {
@@ -667,8 +736,7 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         i.neg = ((e >> 29) & 7) as u8;
         i.omod = ((e >> 27) & 3) as u8;
         i.clamp = d & (1 << 15) != 0;
-        let vop3b = op == 0x1e8 || (0x100..0x140).contains(&op) && carry_out((op - 0x100) as u16);
-        if vop3b {
+        if vop3b(op as u16) {
             i.sdst = ((d >> 8) & 0x7f) as u16;
         } else {
             i.abs = ((d >> 8) & 7) as u8;
@@ -816,6 +884,50 @@ impl fmt::Display for Opnd {
     }
 }
 
+/// A `hwreg(...)` operand as LLVM prints it (the whole register: its name alone).
+pub struct Hwreg(pub i32);
+
+impl fmt::Display for Hwreg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0 as u32;
+        let (id, offset, size) = (v & 0x3f, (v >> 6) & 0x1f, ((v >> 11) & 0x1f) + 1);
+        let name = if id == HW_REG_MODE as u32 { "HW_REG_MODE".to_string() } else { id.to_string() };
+        if offset == 0 && size == 32 {
+            write!(f, "hwreg({name})")
+        } else {
+            write!(f, "hwreg({name}, {offset}, {size})")
+        }
+    }
+}
+
+/// A 32-bit immediate as LLVM prints it: small integers and the float inline constants by
+/// value, anything else in hex.
+pub struct Imm32(pub u32);
+
+impl fmt::Display for Imm32 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        const FLOATS: [(u32, &str); 9] = [
+            (0x3f00_0000, "0.5"),
+            (0xbf00_0000, "-0.5"),
+            (0x3f80_0000, "1.0"),
+            (0xbf80_0000, "-1.0"),
+            (0x4000_0000, "2.0"),
+            (0xc000_0000, "-2.0"),
+            (0x4080_0000, "4.0"),
+            (0xc080_0000, "-4.0"),
+            (0x3e22_f983, "0.15915494"),
+        ];
+        if (-16..=64).contains(&(v as i32)) {
+            write!(f, "{}", v as i32)
+        } else if let Some((_, t)) = FLOATS.iter().find(|c| c.0 == v) {
+            f.write_str(t)
+        } else {
+            write!(f, "0x{v:x}")
+        }
+    }
+}
+
 impl Inst {
     fn s(&self, k: usize) -> Opnd {
         Opnd(self.src[k], self.sig[k + 1], self.lit)
@@ -844,7 +956,12 @@ impl fmt::Display for Inst {
             Enc::Sop1 if self.sig[1] == 0 => write!(f, "{n} {dst}"),
             Enc::Sop1 => write!(f, "{n} {dst}, {}", self.s(0)),
             Enc::Sopc => write!(f, "{n} {}, {}", self.s(0), self.s(1)),
-            Enc::Sopk => write!(f, "{n} {dst}, 0x{:x}", self.imm as u16),
+            Enc::Sopk => match self.op {
+                GETREG => write!(f, "{n} {dst}, {}", Hwreg(self.imm)),
+                SETREG => write!(f, "{n} {}, {}", Hwreg(self.imm), self.s(0)),
+                SETREG_IMM32 => write!(f, "{n} {}, {}", Hwreg(self.imm), Imm32(self.lit)),
+                _ => write!(f, "{n} {dst}, 0x{:x}", self.imm as u16),
+            },
             Enc::Sopp => match self.op {
                 1 | 10 | 19 => f.write_str(n),
                 16 => write!(f, "{n} sendmsg(MSG_INTERRUPT)"),
@@ -892,7 +1009,7 @@ impl fmt::Display for Inst {
                 let srcs: Vec<String> = (0..nsrc).map(|k| self.m(k)).collect();
                 if op < 0x100 {
                     write!(f, "{n}_e64 {}, {}", Opnd(self.dst, 2, 0), srcs.join(", "))?;
-                } else if op == 0x1e8 {
+                } else if vop3b(op) && op >= 0x140 {
                     write!(f, "{n} {vdst}, {}, {}", Opnd(self.sdst, 2, 0), srcs.join(", "))?;
                 } else if (0x100..0x140).contains(&op) {
                     let o = op - 0x100;

@@ -4,10 +4,12 @@
 //! - [`elf`]: a minimal reader of AMDGPU ELF code objects (tests and tools load kernels with it).
 //! - [`gfx9`]: the gfx90a decoder (our own tables, from AMD's ISA documentation; LLVM's
 //!   disassembler is the test oracle) and its LLVM-syntax printer.
+//! - [`fp`]: the float operations of division, square roots and the transcendentals.
 //! - `wave`: wave launch and the interpreter, running through the GPU page table.
 
 pub mod descriptor;
 pub mod elf;
+pub mod fp;
 pub mod gfx11;
 pub mod gfx9;
 pub(crate) mod wave;

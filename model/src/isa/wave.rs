@@ -6,8 +6,9 @@
 //! out-of-range accesses read 0 and drop writes, as gfx9's LDS does.
 
 use super::descriptor::{props, KernelDescriptor};
+use super::fp;
 use super::gfx11::{self, NULL};
-use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, LITERAL, SADDR_OFF, VCC};
+use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, GETREG, LITERAL, SADDR_OFF, SETREG, SETREG_IMM32, VCC};
 use crate::engine::{bad_ec, Exec, Halt};
 use hsakmt_core::abi::kfd::{
     EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, EC_QUEUE_WAVE_ABORT, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_TRAP,
@@ -83,6 +84,11 @@ struct Wave {
     /// Has run `s_endpgm` / waits at `s_barrier`.
     ended: bool,
     at_barrier: bool,
+    /// The MODE register: FP_ROUND (bits 0..4, always 0: round to nearest even), FP_DENORM
+    /// (4..8: f32 in 4..6, f64/f16 in 6..8; bit 0 of a pair keeps input denormals, bit 1
+    /// output denormals), DX10_CLAMP (8), IEEE (9), as the descriptor's rsrc1 sets them at
+    /// launch and `s_setreg`/`s_denorm_mode` change them.
+    mode: u32,
 }
 
 /// Why a wave gave up its turn.
@@ -92,7 +98,18 @@ enum Yield {
     Slice,
 }
 
+/// The MODE register a wave starts with: rsrc1's FLOAT_ROUND_MODE (bits 12..16),
+/// FLOAT_DENORM_MODE (16..20), ENABLE_DX10_CLAMP (21) and ENABLE_IEEE_MODE (23).
+fn mode_at_launch(rsrc1: u32) -> u32 {
+    (rsrc1 >> 12) & 0xf | ((rsrc1 >> 16) & 0xf) << 4 | ((rsrc1 >> 21) & 1) << 8 | ((rsrc1 >> 23) & 1) << 9
+}
+
 impl Wave {
+    /// f32 denormals flushed on input, on output (MODE's FP_DENORM bits for f32 clear).
+    fn flush32(&self) -> (bool, bool) {
+        (self.mode & 0x10 == 0, self.mode & 0x20 == 0)
+    }
+
     /// EXEC: the lanes that run (wave32: exec_lo only).
     fn exec(&self) -> u64 {
         self.mask(EXEC)
@@ -171,6 +188,9 @@ impl InFlight {
         }
         if d.user_sgprs_requested() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
             return refuse("kernel descriptor asks for more user SGPRs than USER_SGPR_COUNT");
+        }
+        if mode_at_launch(d.rsrc1) & 0xf != 0 {
+            return refuse("FLOAT_ROUND_MODE other than round to nearest even is not modelled");
         }
         let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
         let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
@@ -275,6 +295,7 @@ impl InFlight {
                 scratch_slot: 0,
                 ended: false,
                 at_barrier: false,
+                mode: 0,
             });
         }
         for (wave_no, w) in self.pool.iter_mut().take(waves as usize).enumerate() {
@@ -365,6 +386,7 @@ fn launch(
     w.at_barrier = false;
     w.pc = entry;
     w.waves = waves;
+    w.mode = mode_at_launch(d.rsrc1);
     w.scratch_slot = scratch_offset as usize;
     let mut n = 0usize;
     let mut put = |s: &mut [u32; 128], v: u32| {
@@ -655,9 +677,26 @@ fn set_mask(w: &mut Wave, c: u16, m: u64) -> Result<(), Stop> {
 fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
     let wide = i.sig[0] == 2 || i.sig[1] == 2;
     match i.enc {
-        Enc::Sopk => {
-            w.s[sdst_index(i.dst)?] = i.imm as u32;
-        }
+        Enc::Sopk => match i.op {
+            0 => w.s[sdst_index(i.dst)?] = i.imm as u32,
+            GETREG | SETREG | SETREG_IMM32 => {
+                // The MODE register's field `offset .. offset + size` (decoded for MODE only).
+                let v = i.imm as u32;
+                let (offset, size) = ((v >> 6) & 0x1f, ((v >> 11) & 0x1f) + 1);
+                let field = (u32::MAX >> (32 - size)) << offset;
+                if i.op == GETREG {
+                    w.s[sdst_index(i.dst)?] = (w.mode & field) >> offset;
+                } else {
+                    let value = if i.op == SETREG { sval(w, i.src[0], 0)? } else { i.lit };
+                    let mode = (w.mode & !field) | ((value << offset) & field);
+                    if mode & 0xf != 0 {
+                        return Err(Stop::Illegal("rounding modes other than round to nearest even are not modelled"));
+                    }
+                    w.mode = mode;
+                }
+            }
+            _ => return Err(Stop::Illegal("unsupported SOPK")),
+        },
         Enc::Sopc if wide => {
             let (a, b) = (sval64(w, i.src[0], i.lit)?, sval64(w, i.src[1], i.lit)?);
             w.scc = if i.op == 18 { a == b } else { a != b };
@@ -743,6 +782,7 @@ fn scalar(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     }
                 }
                 26 => w.s[sdst_index(i.dst)?] | 1 << (a & 31),
+                8 => a.reverse_bits(),
                 // The saveexec forms on a 32-bit EXEC (wave32's exec_lo).
                 32..=35 => {
                     let exec = w.s[126];
@@ -897,6 +937,12 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
     };
     let s0 = if i.sig[1] != 0 { src(w, 0)? } else { VSrc::K(0) };
     let s1 = if i.sig[2] != 0 { src(w, 1)? } else { VSrc::K(0) };
+    // f32 denormals the MODE register flushes: on the float inputs, on an f32 result.
+    let (fin, fout) = if honours_f32_denormals(class, op) { w.flush32() } else { (false, false) };
+    let fin = [fin, fin && !(class == 3 && op == 0x288), fin];
+    let fout = fout && !(class == 1 && op == 51);
+    let in32 = |k: usize, x: u32| if fin[k] { fp::flush32(x) } else { x };
+    let out32 = |x: u32| if fout { fp::flush32(x) } else { x };
     match class {
         0 => {
             // Compares: a lane mask into VCC (e32) or an SGPR pair (e64); inactive lanes 0.
@@ -904,6 +950,8 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
                 let (a, b) = ((get(w, s0, lane) & am[0]) ^ xm[0], (get(w, s1, lane) & am[1]) ^ xm[1]);
                 let r = match op {
+                    0x10 => b >> fp::class(u64::from(a), 8, 23) & 1 != 0,
+                    0x14 => b >> fp::class(u64::from(a & 0xffff), 5, 10) & 1 != 0,
                     0x20..=0x2f => fcmp(op, h2f(a).partial_cmp(&h2f(b))),
                     0x40..=0x4f => fcmp(op, f(a).partial_cmp(&f(b))),
                     _ => {
@@ -935,8 +983,8 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             }
             let d = vdst(w, i.dst, 1)?;
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let a = (get(w, s0, lane) & am[0]) ^ xm[0];
-                w.v[d][lane] = match op {
+                let a = in32(0, (get(w, s0, lane) & am[0]) ^ xm[0]);
+                w.v[d][lane] = out32(match op {
                     1 => a,
                     10 => f2h(f(a)),
                     11 => h2f(a).to_bits(),
@@ -944,9 +992,23 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     6 => (a as f32).to_bits(),
                     7 => f(a) as u32,
                     8 => f(a) as i32 as u32,
+                    27 => fp::fract32(f(a)).to_bits(),
+                    28 => f(a).trunc().to_bits(),
+                    29 => f(a).ceil().to_bits(),
+                    30 => f(a).round_ties_even().to_bits(),
+                    31 => f(a).floor().to_bits(),
+                    32 => fp::exp32_op(f(a)).to_bits(),
+                    33 => fp::log32_op(f(a)).to_bits(),
+                    34 | 35 => (1.0 / f(a)).to_bits(),
+                    36 => fp::rsq32(f(a)).to_bits(),
+                    39 => f(a).sqrt().to_bits(),
+                    41 => fp::sin32(f(a), false).to_bits(),
+                    42 => fp::sin32(f(a), true).to_bits(),
                     43 => !a,
+                    51 => fp::frexp_exp64(f64::from(f(a))) as u32,
+                    52 => (fp::frexp_mant64(f64::from(f(a))) as f32).to_bits(),
                     _ => return Err(Stop::Illegal("unsupported VOP1")),
-                };
+                });
             }
         }
         2 => {
@@ -963,9 +1025,9 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             };
             let mut cout = 0u64;
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let (a, b) = ((get(w, s0, lane) & am[0]) ^ xm[0], (get(w, s1, lane) & am[1]) ^ xm[1]);
+                let (a, b) = (in32(0, (get(w, s0, lane) & am[0]) ^ xm[0]), in32(1, (get(w, s1, lane) & am[1]) ^ xm[1]));
                 let c = (cin >> lane & 1) as u32;
-                let acc = w.v[d][lane];
+                let acc = in32(2, w.v[d][lane]);
                 let (r, carry) = match op {
                     0 => (if c != 0 { b } else { a }, false),
                     1 => ((f(a) + f(b)).to_bits(), false),
@@ -1010,7 +1072,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     54 => (b.wrapping_sub(a), false),
                     _ => return Err(Stop::Illegal("unsupported VOP2")),
                 };
-                w.v[d][lane] = r;
+                w.v[d][lane] = out32(r);
                 cout |= u64::from(carry) << lane;
             }
             if carry_out(op) {
@@ -1041,16 +1103,31 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 }
             }
             let mut cout = 0u64;
+            let vcc = w.mask(VCC);
             for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-                let (a, b, c) =
-                    ((get(w, s0, lane) & am[0]) ^ xm[0], (get(w, s1, lane) & am[1]) ^ xm[1], (get(w, s2, lane) & am[2]) ^ xm[2]);
+                let (a, b, c) = (
+                    in32(0, (get(w, s0, lane) & am[0]) ^ xm[0]),
+                    in32(1, (get(w, s1, lane) & am[1]) ^ xm[1]),
+                    in32(2, (get(w, s2, lane) & am[2]) ^ xm[2]),
+                );
                 let r: u64 = match op {
+                    0x1c1 => u64::from(out32((f(a) * f(b) + f(c)).to_bits())),
+                    0x1de => u64::from(out32(fp::div_fixup32(f(a), f(b), f(c)).to_bits())),
+                    0x1e0 => {
+                        let (r, scale) = fp::div_scale32(f(a), f(b), f(c));
+                        cout |= u64::from(scale) << lane;
+                        u64::from(r.to_bits())
+                    }
+                    0x1e2 => u64::from(out32(fp::div_fmas32(f(a), f(b), f(c), vcc >> lane & 1 != 0).to_bits())),
+                    0x202 => u64::from(a | b | c),
+                    0x207 => u64::from(fp::div_fixup16(a, b, c)),
+                    0x288 => u64::from(out32(fp::ldexp32(f(a), b as i32).to_bits())),
                     0x1c3 => u64::from((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff).wrapping_add(c)),
                     0x1c8 => {
                         let (off, width) = (b & 31, c & 31);
                         u64::from(if width == 0 { 0 } else { (a >> off) & (u32::MAX >> (32 - width)) })
                     }
-                    0x1cb => u64::from(f(a).mul_add(f(b), f(c)).to_bits()),
+                    0x1cb => u64::from(out32(f(a).mul_add(f(b), f(c)).to_bits())),
                     0x1e8 => {
                         let p = u128::from(a) * u128::from(b) + u128::from(pair(w, s2, lane));
                         cout |= u64::from(p >> 64 != 0) << lane;
@@ -1075,7 +1152,7 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     w.v[d + 1][lane] = (r >> 32) as u32;
                 }
             }
-            if op == 0x1e8 {
+            if op == 0x1e8 || op == 0x1e0 {
                 set_mask(w, i.sdst, cout)?;
             }
         }
@@ -1541,10 +1618,23 @@ fn fcmp(op: u16, o: Option<std::cmp::Ordering>) -> bool {
 /// The sign bit the abs/neg modifiers act on, for the 32-bit-register ops with float sources.
 fn float_sign(class: u8, op: u16) -> Option<u32> {
     match (class, op) {
-        (0, 0x20..=0x2f) | (1, 11) | (2, 31..=34 | 45 | 46) | (3, 0x206) => Some(15),
-        (0, 0x40..=0x4f) | (1, 7 | 8 | 10) | (2, 1..=3 | 5 | 10 | 11 | 22 | 59) | (3, 0x1cb) => Some(31),
+        (0, 0x14 | 0x20..=0x2f) | (1, 11) | (2, 31..=34 | 45 | 46) | (3, 0x206 | 0x207) => Some(15),
+        (0, 0x10 | 0x40..=0x4f)
+        | (1, 7 | 8 | 10 | 27..=36 | 39 | 41 | 42 | 51 | 52)
+        | (2, 1..=3 | 5 | 10 | 11 | 22 | 59)
+        | (3, 0x1c1 | 0x1cb | 0x1de | 0x1e0 | 0x1e2 | 0x288) => Some(31),
         _ => None,
     }
+}
+
+/// The f32 ops whose inputs and results follow MODE's f32 denormal bits: arithmetic,
+/// conversions between floats, the transcendentals and the division macro's fma/fixup steps.
+/// Not v_div_scale (which exists to handle subnormals) nor v_cmp_class (which reports them).
+fn honours_f32_denormals(class: u8, op: u16) -> bool {
+    matches!(
+        (class, op),
+        (1, 27..=36 | 39 | 41 | 42 | 51 | 52) | (2, 1..=3 | 5 | 10 | 11 | 22 | 59) | (3, 0x1c1 | 0x1cb | 0x1de | 0x1e2 | 0x288)
+    )
 }
 
 /// The f16 inline constants (operand codes 240..=248: ±0.5, ±1, ±2, ±4, 1/(2π)).
@@ -1634,7 +1724,13 @@ fn fma_h(a: u32, b: u32, c: u32) -> u32 {
 
 /// The ops with 64-bit operands handled by [`vector64`].
 fn wide(class: u8, op: u16) -> bool {
-    matches!((class, op), (0, 0x60..=0x6f | 0xe0..=0xef) | (1, 3 | 4 | 15 | 16 | 21..=26) | (2, 4) | (3, 0x1cc | 0x280..=0x284 | 0x291))
+    matches!(
+        (class, op),
+        (0, 0x12 | 0x60..=0x6f | 0xe0..=0xef)
+            | (1, 3 | 4 | 15 | 16 | 21..=26 | 37 | 38 | 40 | 48..=50)
+            | (2, 4)
+            | (3, 0x1cc | 0x1df | 0x1e1 | 0x1e3 | 0x280..=0x284 | 0x291)
+    )
 }
 
 /// A 64-bit vector source: a VGPR pair or a value every lane reads. Float inline constants are
@@ -1737,7 +1833,12 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
     // Which sources are f64 (abs/neg on bit 63) or f32 (bit 31); the rest are integers.
     let float = |k: usize| -> Option<u32> {
         match (class, op, k) {
-            (0, 0x60..=0x6f, _) | (1, 3 | 15 | 21 | 23..=26, 0) | (2, 4, _) | (3, 0x1cc | 0x280..=0x283, _) | (3, 0x284, 0) => Some(63),
+            (0, 0x60..=0x6f, _)
+            | (0, 0x12, 0)
+            | (1, 3 | 15 | 21 | 23..=26 | 37 | 38 | 40 | 48..=50, 0)
+            | (2, 4, _)
+            | (3, 0x1cc | 0x1df | 0x1e1 | 0x1e3 | 0x280..=0x283, _)
+            | (3, 0x284, 0) => Some(63),
             (1, 16, 0) => Some(31),
             _ => None,
         }
@@ -1783,6 +1884,7 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
         for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
             let (a, b) = (val(w, 0, lane), val(w, 1, lane));
             let r = match op {
+                0x12 => b >> fp::class(a, 11, 52) & 1 != 0,
                 0x60..=0x6f => fcmp(op, d(a).partial_cmp(&d(b))),
                 _ => {
                     let o = if op < 0xe8 { (a as i64).cmp(&(b as i64)) } else { a.cmp(&b) };
@@ -1794,6 +1896,8 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
         return set_mask(w, if i.enc == Enc::Vopc { VCC } else { i.dst }, m);
     }
     let dst = vdst(w, i.dst, i.sig[0])?;
+    let vcc = w.mask(VCC);
+    let mut cout = 0u64;
     for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         let (a, b, c) = (val(w, 0, lane), val(w, 1, lane), val(w, 2, lane));
         let acc = u64::from(w.v[dst][lane]) | u64::from(w.v.get(dst + 1).map_or(0, |v| v[lane])) << 32;
@@ -1808,6 +1912,19 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
             (1, 24) => d(a).ceil().to_bits(),
             (1, 25) => d(a).round_ties_even().to_bits(),
             (1, 26) => d(a).floor().to_bits(),
+            (1, 37) => (1.0 / d(a)).to_bits(),
+            (1, 38) => (1.0 / d(a).sqrt()).to_bits(),
+            (1, 40) => d(a).sqrt().to_bits(),
+            (1, 48) => u64::from(fp::frexp_exp64(d(a)) as u32),
+            (1, 49) => fp::frexp_mant64(d(a)).to_bits(),
+            (1, 50) => fp::fract64(d(a)).to_bits(),
+            (3, 0x1df) => fp::div_fixup64(d(a), d(b), d(c)).to_bits(),
+            (3, 0x1e1) => {
+                let (r, scale) = fp::div_scale64(d(a), d(b), d(c));
+                cout |= u64::from(scale) << lane;
+                r.to_bits()
+            }
+            (3, 0x1e3) => fp::div_fmas64(d(a), d(b), d(c), vcc >> lane & 1 != 0).to_bits(),
             (2, 4) => d(a).mul_add(d(b), d(acc)).to_bits(),
             (3, 0x1cc) => d(a).mul_add(d(b), d(c)).to_bits(),
             (3, 0x280) => (d(a) + d(b)).to_bits(),
@@ -1822,6 +1939,9 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
         if i.sig[0] == 2 {
             w.v[dst + 1][lane] = (r >> 32) as u32;
         }
+    }
+    if class == 3 && op == 0x1e1 {
+        set_mask(w, i.sdst, cout)?;
     }
     Ok(())
 }
