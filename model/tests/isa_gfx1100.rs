@@ -285,8 +285,8 @@ fn a_store_to_unmapped_memory_raises_the_memory_exception() {
 fn an_unsupported_instruction_or_a_runaway_loop_stops_the_queue() {
     let f = setup();
     let entry = CODE + CodeObject::parse(&f.co).unwrap().symbol("fill").unwrap();
-    // v_sqrt_f32 (gfx11 VOP1 0x33, not modelled yet) as the first instruction.
-    f.m.gpu_write(f.g, entry, &0x7e00_6601u32.to_le_bytes()).unwrap();
+    // v_cvt_off_f32_i4 (gfx11 VOP1 0x0e, not modelled) as the first instruction.
+    f.m.gpu_write(f.g, entry, &0x7e00_1d01u32.to_le_bytes()).unwrap();
     let (end, p) = f.dispatch(KernelDispatch::new(f.kd("fill"), 64, 64), &args(&[DATA, 64 << 32]));
     assert_eq!(end, RunEnd::Stopped);
     assert!(matches!(p.error, Some(QueueError::BadPacket { at: 0, ec: EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, .. })), "{:?}", p.error);

@@ -463,7 +463,9 @@ fn f32_math(gpu: Gpu) {
         check("isnan/isinf/isfinite/isnormal", r[14] == bits, format!("{:#x}", r[14]), format!("{bits:#x}"));
         let cls = u32::from((k as u32 & 0x3ff) >> class_bit32(x) & 1 != 0);
         check("class", r[15] == cls, format!("{}", r[15]), format!("{cls}"));
-        for (what, j, want) in [("trunc", 16, x.trunc()), ("ceil", 17, x.ceil()), ("floor", 18, x.floor()), ("rint", 19, x.round_ties_even())] {
+        for (what, j, want) in
+            [("trunc", 16, x.trunc()), ("ceil", 17, x.ceil()), ("floor", 18, x.floor()), ("rint", 19, x.round_ties_even())]
+        {
             check(what, same32(g(j), want), format!("{:e}", g(j)), format!("{want:e}"));
         }
     }

@@ -151,9 +151,8 @@ pub fn div_fixup32(s0: f32, s1: f32, s2: f32) -> f32 {
         f32::from_bits(0xffc0_0000)
     } else if s1 == 0.0 || s2.is_infinite() {
         signed(f32::INFINITY)
-    } else if s1.is_infinite() || s2 == 0.0 {
-        signed(0.0)
-    } else if exp32(s2) - exp32(s1) < -150 {
+    } else if s1.is_infinite() || s2 == 0.0 || exp32(s2) - exp32(s1) < -150 {
+        // x/inf, 0/y, and quotients far below the smallest subnormal.
         signed(0.0)
     } else if s0.is_nan() {
         signed(f32::INFINITY)
@@ -174,9 +173,8 @@ pub fn div_fixup64(s0: f64, s1: f64, s2: f64) -> f64 {
         f64::from_bits(0xfff8_0000_0000_0000)
     } else if s1 == 0.0 || s2.is_infinite() {
         signed(f64::INFINITY)
-    } else if s1.is_infinite() || s2 == 0.0 {
-        signed(0.0)
-    } else if exp64(s2) - exp64(s1) < -1075 {
+    } else if s1.is_infinite() || s2 == 0.0 || exp64(s2) - exp64(s1) < -1075 {
+        // x/inf, 0/y, and quotients far below the smallest subnormal.
         signed(0.0)
     } else if s0.is_nan() {
         signed(f64::INFINITY)

@@ -101,12 +101,19 @@ const SOP2: &[Row] = &[
     (49, "s_cselect_b64", 11, [2, 2, 2, 0]),
 ];
 
-const SOPK: &[Row] = &[(0, "s_movk_i32", 0, [1, 0, 0, 0])];
+/// SOPK; `s_getreg`/`s_setreg` of the MODE register only (as gfx9's, whose opcodes differ).
+const SOPK: &[Row] = &[
+    (0, "s_movk_i32", 0, [1, 0, 0, 0]),
+    (17, "s_getreg_b32", gfx9::GETREG, [1, 0, 0, 0]),
+    (18, "s_setreg_b32", gfx9::SETREG, [0, 1, 0, 0]),
+    (19, "s_setreg_imm32_b32", gfx9::SETREG_IMM32, [0, 0, 0, 0]),
+];
 
 /// The 32-bit saveexec forms run as gfx9's 64-bit ones on a 32-bit EXEC (sig 1).
 const SOP1: &[Row] = &[
     (0, "s_mov_b32", 0, [1, 1, 0, 0]),
     (1, "s_mov_b64", 1, [2, 2, 0, 0]),
+    (4, "s_brev_b32", 8, [1, 1, 0, 0]),
     (8, "s_ctz_i32_b32", 16, [1, 1, 0, 0]),
     (9, "s_ctz_i32_b64", 17, [1, 2, 0, 0]),
     (18, "s_bitset1_b32", 26, [1, 1, 0, 0]),
@@ -150,8 +157,12 @@ const SOPP: &[(u16, &str, Sopp)] = &[
     (2, "s_sethalt", Sopp::No),
     (5, "s_clause", Sopp::Nop),
     (7, "s_delay_alu", Sopp::Nop),
+    // Waits for the dependency counters: every access completes at once on the model.
+    (8, "s_waitcnt_depctr", Sopp::Nop),
     (9, "s_waitcnt", Sopp::Nop),
     (16, "s_trap", Sopp::Op(18)),
+    (17, "s_round_mode", Sopp::Mode(0)),
+    (18, "s_denorm_mode", Sopp::Mode(4)),
     (31, "s_code_end", Sopp::No),
     (32, "s_branch", Sopp::Op(2)),
     (33, "s_cbranch_scc0", Sopp::Op(4)),
@@ -168,6 +179,9 @@ const SOPP: &[(u16, &str, Sopp)] = &[
 #[derive(Clone, Copy)]
 enum Sopp {
     Op(u16),
+    /// s_round_mode / s_denorm_mode: the 4 bits of MODE at this offset (run as gfx9's
+    /// `s_setreg_imm32_b32 hwreg(HW_REG_MODE, offset, 4)`).
+    Mode(u32),
     Nop,
     No,
 }
@@ -264,7 +278,28 @@ const VOP1: &[Row] = &[
     (24, "v_ceil_f64", 24, [2, 2, 0, 0]),
     (25, "v_rndne_f64", 25, [2, 2, 0, 0]),
     (26, "v_floor_f64", 26, [2, 2, 0, 0]),
+    (32, "v_fract_f32", 27, [1, 1, 0, 0]),
+    (33, "v_trunc_f32", 28, [1, 1, 0, 0]),
+    (34, "v_ceil_f32", 29, [1, 1, 0, 0]),
+    (35, "v_rndne_f32", 30, [1, 1, 0, 0]),
+    (36, "v_floor_f32", 31, [1, 1, 0, 0]),
+    (37, "v_exp_f32", 32, [1, 1, 0, 0]),
+    (39, "v_log_f32", 33, [1, 1, 0, 0]),
+    (42, "v_rcp_f32", 34, [1, 1, 0, 0]),
+    (43, "v_rcp_iflag_f32", 35, [1, 1, 0, 0]),
+    (46, "v_rsq_f32", 36, [1, 1, 0, 0]),
+    (47, "v_rcp_f64", 37, [2, 2, 0, 0]),
+    (49, "v_rsq_f64", 38, [2, 2, 0, 0]),
+    (51, "v_sqrt_f32", 39, [1, 1, 0, 0]),
+    (52, "v_sqrt_f64", 40, [2, 2, 0, 0]),
+    (53, "v_sin_f32", 41, [1, 1, 0, 0]),
+    (54, "v_cos_f32", 42, [1, 1, 0, 0]),
     (55, "v_not_b32", 43, [1, 1, 0, 0]),
+    (60, "v_frexp_exp_i32_f64", 48, [1, 2, 0, 0]),
+    (61, "v_frexp_mant_f64", 49, [2, 2, 0, 0]),
+    (62, "v_fract_f64", 50, [2, 2, 0, 0]),
+    (63, "v_frexp_exp_i32_f32", 51, [1, 1, 0, 0]),
+    (64, "v_frexp_mant_f32", 52, [1, 1, 0, 0]),
 ];
 
 /// VOP3-only opcodes. gfx9's VOP2 carry ops are VOP3-only on gfx11 (v_add_co_u32 ...).
@@ -273,11 +308,19 @@ const VOP3: &[Row] = &[
     (0x210, "v_bfe_u32", 0x1c8, [1, 1, 1, 1]),
     (0x213, "v_fma_f32", 0x1cb, [1, 1, 1, 1]),
     (0x214, "v_fma_f64", 0x1cc, [2, 2, 2, 2]),
+    (0x227, "v_div_fixup_f32", 0x1de, [1, 1, 1, 1]),
+    (0x228, "v_div_fixup_f64", 0x1df, [2, 2, 2, 2]),
+    (0x237, "v_div_fmas_f32", 0x1e2, [1, 1, 1, 1]),
+    (0x238, "v_div_fmas_f64", 0x1e3, [2, 2, 2, 2]),
     (0x245, "v_xad_u32", 0x1f3, [1, 1, 1, 1]),
     (0x246, "v_lshl_add_u32", 0x1fd, [1, 1, 1, 1]),
     (0x248, "v_fma_f16", 0x206, [1, 1, 1, 1]),
+    (0x254, "v_div_fixup_f16", 0x207, [1, 1, 1, 1]),
     (0x255, "v_add3_u32", 0x1ff, [1, 1, 1, 1]),
     (0x256, "v_lshl_or_b32", 0x200, [1, 1, 1, 1]),
+    (0x258, "v_or3_b32", 0x202, [1, 1, 1, 1]),
+    (0x2fc, "v_div_scale_f32", 0x1e0, [1, 1, 1, 1]),
+    (0x2fd, "v_div_scale_f64", 0x1e1, [2, 2, 2, 2]),
     (0x2fe, "v_mad_u64_u32", 0x1e8, [2, 1, 1, 2]),
     (0x300, "v_add_co_u32", 0x119, [1, 1, 1, 0]),
     (0x301, "v_sub_co_u32", 0x11a, [1, 1, 1, 0]),
@@ -291,6 +334,7 @@ const VOP3: &[Row] = &[
     (0x32b, "v_ldexp_f64", 0x284, [2, 2, 1, 0]),
     (0x32c, "v_mul_lo_u32", 0x285, [1, 1, 1, 0]),
     (0x32d, "v_mul_hi_u32", 0x286, [1, 1, 1, 0]),
+    (0x31c, "v_ldexp_f32", 0x288, [1, 1, 1, 0]),
     (0x33c, "v_lshlrev_b64", 0x28f, [2, 1, 2, 0]),
     (0x33d, "v_lshrrev_b64", 0x290, [2, 1, 2, 0]),
     (0x33e, "v_ashrrev_i64", 0x291, [2, 1, 2, 0]),
@@ -314,6 +358,17 @@ const VOPC: &[(u16, &str, u16, bool)] = &[
 /// opcode, operand widths and whether it is a v_cmpx.
 fn vopc(op: u32) -> Option<(&'static str, u16, [u8; 4], bool)> {
     let (x, base) = if op >= 0x80 { (true, op - 0x80) } else { (false, op) };
+    // v_cmp_class / v_cmpx_class (f16, f32, f64): a float and a 32-bit class mask.
+    if let 0x7d..=0x7f = base {
+        let k = (base - 0x7d) as usize;
+        let names = if x {
+            ["v_cmpx_class_f16", "v_cmpx_class_f32", "v_cmpx_class_f64"]
+        } else {
+            ["v_cmp_class_f16", "v_cmp_class_f32", "v_cmp_class_f64"]
+        };
+        let w = if k == 2 { 2 } else { 1 };
+        return Some((names[k], [0x14, 0x10, 0x12][k], [1, w, 1, 0], x));
+    }
     let &(first, ty, g9, float) = VOPC.iter().find(|g| (u32::from(g.0)..u32::from(g.0) + if g.3 { 16 } else { 8 }).contains(&base))?;
     let k = (base - u32::from(first)) as usize;
     let suffix = if float { CMP_F[k] } else { CMP_I[k] };
@@ -321,6 +376,10 @@ fn vopc(op: u32) -> Option<(&'static str, u16, [u8; 4], bool)> {
     let w = if ty.ends_with("64") { 2 } else { 1 };
     Some((name, g9 + k as u16, [1, w, w, 0], x))
 }
+
+/// VOP2 opcodes of v_fmamk_f32 and v_fmaak_f32 (a literal multiplier / addend).
+const FMAMK: u32 = 44;
+const FMAAK: u32 = 45;
 
 /// Compare mnemonics: (cmpx, suffix, type, name).
 const NAMES: &[(bool, &str, &str, &str)] = &[
@@ -489,6 +548,9 @@ const NAMES: &[(bool, &str, &str, &str)] = &[
 /// VOPD X / Y operations: (opcode, mnemonic, gfx9 encoding and opcode). 16.. are Y only.
 const VOPD: &[(u16, &str, Enc, u16)] = &[
     (0, "v_dual_fmac_f32", Enc::Vop2, 59),
+    // fmaak: src0 * vsrc1 + K; fmamk: src0 * K + vsrc1 (K the literal), as v_fma_f32.
+    (1, "v_dual_fmaak_f32", Enc::Vop3, 0x1cb),
+    (2, "v_dual_fmamk_f32", Enc::Vop3, 0x1cb),
     (3, "v_dual_mul_f32", Enc::Vop2, 5),
     (4, "v_dual_add_f32", Enc::Vop2, 1),
     (5, "v_dual_sub_f32", Enc::Vop2, 2),
@@ -746,7 +808,19 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
         if !valid {
             return None;
         }
+        if let Sopp::Mode(offset) = what {
+            if imm as u32 > 0xf {
+                return None;
+            }
+            let mut s = sem(Enc::Sopk, gfx9::SETREG_IMM32, [0; 4]);
+            s.imm = gfx9::HW_REG_MODE | (offset << 6 | 3 << 11) as i32;
+            s.lit = imm as u32;
+            let mut i = new(Form::Sopp, op, name, s);
+            i.run = Run::Exec;
+            return Some(i);
+        }
         let (g9, run) = match what {
+            Sopp::Mode(_) => return None,
             Sopp::Op(o) => (o, Run::Exec),
             // s_sendmsg: only the end-of-program VGPR release is a no-op for the model.
             Sopp::Nop if op == 54 && imm != MSG_DEALLOC_VGPRS => (0, Run::No),
@@ -765,7 +839,19 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
         let mut s = sem(Enc::Sopk, r.2, r.3);
         s.dst = scalar((d >> 16) & 0x7f);
         s.imm = i32::from(d as u16 as i16);
-        return Some(new(Form::Sopk, op, r.1, s));
+        if op != 0 && s.imm & 0x3f != gfx9::HW_REG_MODE {
+            // Hardware registers other than MODE: not modelled.
+            return None;
+        }
+        if r.2 == gfx9::SETREG {
+            s.src[0] = s.dst;
+        }
+        let mut i = new(Form::Sopk, op, r.1, s);
+        if r.2 == gfx9::SETREG_IMM32 {
+            i.sem.lit = second?;
+            i.len = 8;
+        }
+        return Some(i);
     }
     if d >> 30 == 0b10 {
         let op = (d >> 23) & 0x7f;
@@ -807,6 +893,15 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
         s.dst = if x { EXEC } else { VCC };
         s.src = [src9(d & 0x1ff), 256 + ((d >> 9) & 0xff) as u16, 0];
         return Some(new(Form::Vopc, op, name, s));
+    }
+    if d >> 31 == 0 && matches!((d >> 25) & 0x3f, FMAMK | FMAAK) {
+        // v_fmamk_f32 (src0 * K + vsrc1), v_fmaak_f32 (src0 * vsrc1 + K): run as v_fma_f32.
+        let op = (d >> 25) & 0x3f;
+        let mut s = sem(Enc::Vop3, 0x1cb, [1, 1, 1, 1]);
+        s.dst = ((d >> 17) & 0xff) as u16;
+        let vsrc1 = 256 + ((d >> 9) & 0xff) as u16;
+        s.src = if op == FMAMK { [src9(d & 0x1ff), LITERAL, vsrc1] } else { [src9(d & 0x1ff), vsrc1, LITERAL] };
+        return Some(new(Form::Vop2, op, if op == FMAMK { "v_fmamk_f32" } else { "v_fmaak_f32" }, s));
     }
     if d >> 31 == 0 {
         let op = (d >> 25) & 0x3f;
@@ -895,7 +990,7 @@ fn vop3(d: u32, e: u32) -> Option<Inst> {
         (r.1, sem(Enc::Vop3, 0x140 + r.2, r.3), false)
     } else {
         let r = find(VOP3, op)?;
-        (r.1, sem(Enc::Vop3, r.2, r.3), matches!(op, 0x2fe | 0x300..=0x302))
+        (r.1, sem(Enc::Vop3, r.2, r.3), matches!(op, 0x2fc..=0x2fe | 0x300..=0x302))
     };
     let vop2_carry_in = (0x120..=0x122).contains(&op);
     if op >= 0x100 {
@@ -930,7 +1025,7 @@ fn vopd(d: u32, e: u32) -> Option<Inst> {
     let half = |enc: Enc, op: u16, dst: u32, src0: u32, vsrc1: u32| {
         let sig = if enc == Enc::Vop1 {
             [1, 1, 0, 0]
-        } else if op == 0 {
+        } else if op == 0 || enc == Enc::Vop3 {
             [1, 1, 1, 1]
         } else {
             [1, 1, 1, 0]
@@ -938,12 +1033,21 @@ fn vopd(d: u32, e: u32) -> Option<Inst> {
         let mut s = sem(enc, op, sig);
         s.dst = dst as u16;
         s.src = [src9(src0), 256 + vsrc1 as u16, VCC];
+        if enc == Enc::Vop3 {
+            s.src[2] = LITERAL;
+        }
         s
     };
     let vdstx = e >> 24;
     let vdsty = ((e >> 17) & 0x7f) << 1 | ((vdstx & 1) ^ 1);
-    let x = half(xenc, xop, vdstx, d & 0x1ff, (d >> 9) & 0xff);
-    let y = half(yenc, yop, vdsty, e & 0x1ff, (e >> 9) & 0xff);
+    let mut x = half(xenc, xop, vdstx, d & 0x1ff, (d >> 9) & 0xff);
+    let mut y = half(yenc, yop, vdsty, e & 0x1ff, (e >> 9) & 0xff);
+    // fmamk: the literal is the multiplier.
+    for (h, op) in [(&mut x, opx), (&mut y, opy)] {
+        if op == 2 {
+            h.src.swap(1, 2);
+        }
+    }
     let mut i = new(Form::Vopd, opx, xname, x);
     i.y = Some(y);
     i.yname = yname;
@@ -1065,6 +1169,9 @@ fn dual(f: &mut fmt::Formatter<'_>, name: &str, s: &gfx9::Inst) -> fmt::Result {
     if s.enc == Enc::Vop2 {
         write!(f, ", {}", src(s, 1))?;
     }
+    if s.enc == Enc::Vop3 {
+        write!(f, ", {}, {}", src(s, 1), src(s, 2))?;
+    }
     Ok(())
 }
 
@@ -1079,9 +1186,14 @@ impl fmt::Display for Inst {
             Form::Sop1 if s.sig[1] == 0 => write!(f, "{n} {dst}"),
             Form::Sop1 => write!(f, "{n} {dst}, {}", src(s, 0)),
             Form::Sopc => write!(f, "{n} {}, {}", src(s, 0), src(s, 1)),
-            Form::Sopk => write!(f, "{n} {dst}, 0x{:x}", s.imm as u16),
+            Form::Sopk => match s.op {
+                gfx9::GETREG => write!(f, "{n} {dst}, {}", gfx9::Hwreg(s.imm)),
+                gfx9::SETREG => write!(f, "{n} {}, {}", gfx9::Hwreg(s.imm), src(s, 0)),
+                gfx9::SETREG_IMM32 => write!(f, "{n} {}, {}", gfx9::Hwreg(s.imm), gfx9::Imm32(s.lit)),
+                _ => write!(f, "{n} {dst}, 0x{:x}", s.imm as u16),
+            },
             Form::Sopp => {
-                let v = s.imm as u32 & 0xffff;
+                let v = if matches!(self.op, 17 | 18) { s.lit } else { s.imm as u32 & 0xffff };
                 match self.op {
                     48 | 61 | 31 => f.write_str(n),
                     5 => write!(f, "{n} 0x{v:x}"),
@@ -1121,6 +1233,7 @@ impl fmt::Display for Inst {
                         write!(f, "{n} {}", parts.join(" "))
                     }
                     16 => write!(f, "{n} {}", v & 0xff),
+                    8 | 17 => write!(f, "{n} 0x{v:x}"),
                     54 => write!(f, "{n} sendmsg({})", msg_name(i64::from(v))),
                     // s_nop, s_sethalt: the immediate; branches: the unsigned 16-bit field.
                     _ => write!(f, "{n} {v}"),
@@ -1149,6 +1262,9 @@ impl fmt::Display for Inst {
             Form::Vop1 => write!(f, "{n}_e32 {vdst}, {}", src(s, 0)),
             Form::Vopc if s.dst == EXEC => write!(f, "{n}_e32 {}, {}", src(s, 0), src(s, 1)),
             Form::Vopc => write!(f, "{n}_e32 vcc_lo, {}, {}", src(s, 0), src(s, 1)),
+            Form::Vop2 if matches!(u32::from(self.op), FMAMK | FMAAK) => {
+                write!(f, "{n} {vdst}, {}, {}, {}", src(s, 0), src(s, 1), src(s, 2))
+            }
             Form::Vop2 => {
                 let carry = (32..=34).contains(&self.op);
                 if carry {
@@ -1177,7 +1293,7 @@ impl fmt::Display for Inst {
                     write!(f, "{n}_e64 {vdst}, {sdst}, {}, {}, {}", srcs[0], srcs[1], Opnd(s.src[2], 1, 0))?;
                 } else if op < 0x200 {
                     write!(f, "{n}_e64 {vdst}, {}", srcs.join(", "))?;
-                } else if matches!(op, 0x2fe | 0x300..=0x302) {
+                } else if matches!(op, 0x2fc..=0x2fe | 0x300..=0x302) {
                     write!(f, "{n} {vdst}, {sdst}, {}", srcs.join(", "))?;
                 } else if op == 0x360 {
                     write!(f, "{n} {dst}, {}", srcs.join(", "))?;

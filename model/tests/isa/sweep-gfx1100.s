@@ -204,3 +204,58 @@ global_store_b32 v2, v0, s[0:1]
 global_atomic_cmpswap_b32 v5, v7, v[5:6], s[2:3] offset:64 glc
 global_atomic_add_u32 v5, v6, s[2:3]
 global_load_b32 v6, v7, s[2:3] offset:68
+v_div_scale_f32 v1, vcc_lo, v2, v3, v2
+v_div_scale_f32 v1, null, -v2, v2, v3
+v_div_scale_f32 v1, s4, v2, v2, v3
+v_div_scale_f64 v[0:1], null, v[2:3], v[2:3], v[6:7]
+v_div_fmas_f32 v1, -v2, v3, v4
+v_div_fmas_f64 v[0:1], -v[2:3], v[4:5], v[6:7]
+v_div_fixup_f32 v1, v2, s3, |v4|
+v_div_fixup_f32 v1, v2, 0x40e00000, v4
+v_div_fixup_f64 v[0:1], v[2:3], -v[4:5], |v[6:7]|
+v_div_fixup_f16 v1, v2, v3, v4
+v_or3_b32 v1, v2, s3, 4
+v_ldexp_f32 v1, -v2, 5
+v_rcp_f32_e32 v1, v2
+v_rcp_iflag_f32_e32 v1, s2
+v_rsq_f32_e32 v1, v2
+v_sqrt_f32_e32 v1, 0.5
+v_exp_f32_e32 v1, v2
+v_log_f32_e32 v1, v2
+v_sin_f32_e32 v1, v2
+v_cos_f32_e32 v1, v2
+v_fract_f32_e32 v1, v2
+v_trunc_f32_e32 v1, v2
+v_ceil_f32_e32 v1, v2
+v_floor_f32_e32 v1, v2
+v_rndne_f32_e32 v1, v2
+v_frexp_mant_f32_e32 v1, v2
+v_frexp_exp_i32_f32_e32 v1, v2
+v_rcp_f64_e32 v[0:1], v[2:3]
+v_rsq_f64_e32 v[0:1], s[2:3]
+v_sqrt_f64_e32 v[0:1], v[2:3]
+v_fract_f64_e32 v[0:1], v[2:3]
+v_frexp_mant_f64_e32 v[0:1], v[2:3]
+v_frexp_exp_i32_f64_e32 v1, v[2:3]
+v_exp_f32_e64 v1, -|v2|
+v_rsq_f64_e64 v[0:1], -v[2:3]
+v_cmp_class_f32_e32 vcc_lo, v1, v2
+v_cmp_class_f32_e64 s2, -v1, 3
+v_cmp_class_f32_e64 s1, v12, 0x1f8
+v_cmp_class_f64_e32 vcc_lo, v[2:3], v4
+v_cmp_class_f64_e64 vcc_lo, v[2:3], 0x260
+v_cmp_class_f16_e32 vcc_lo, v1, v2
+v_cmpx_class_f32_e32 v1, v2
+v_fmamk_f32 v28, v12, 0x32a5705f, v10
+v_fmaak_f32 v28, v12, v10, 0x32a5705f
+v_dual_fmamk_f32 v28, v12, 0x32a5705f, v10 :: v_dual_sub_f32 v29, v11, v25
+v_dual_fmaak_f32 v28, v12, v10, 0x32a5705f :: v_dual_mov_b32 v29, v11
+v_dual_mov_b32 v29, v11 :: v_dual_fmamk_f32 v28, v12, 0x32a5705f, v10
+s_brev_b32 s1, s2
+s_denorm_mode 15
+s_denorm_mode 12
+s_round_mode 0x0
+s_waitcnt_depctr 0xfff
+s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3
+s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s3
+s_getreg_b32 s5, hwreg(HW_REG_MODE)

@@ -305,3 +305,53 @@ v_pk_mul_f32 v[0:1], v[2:3], v[4:5] op_sel_hi:[0,0]
 v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7]
 v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] op_sel:[0,0,1] op_sel_hi:[1,1,0]
 v_pk_fma_f32 v[4:5], v[2:3], s[8:9], v[6:7] neg_lo:[0,0,1] neg_hi:[1,1,0]
+// Division, square roots, transcendentals, classification and MODE (math.cl).
+v_div_scale_f32 v1, vcc, v2, v3, v2
+v_div_scale_f32 v1, s[4:5], -v2, v2, v3
+v_div_scale_f64 v[0:1], s[4:5], v[2:3], v[2:3], v[6:7]
+v_div_fmas_f32 v1, -v2, v3, v4
+v_div_fmas_f64 v[0:1], -v[2:3], v[4:5], v[6:7]
+v_div_fixup_f32 v1, v2, s3, |v4|
+v_div_fixup_f64 v[0:1], v[2:3], -v[4:5], |v[6:7]|
+v_div_fixup_f16 v1, v2, v3, v4
+v_mad_f32 v1, v2, -v3, 1.0
+v_or3_b32 v1, v2, s3, 4
+v_ldexp_f32 v1, -v2, 5
+v_ldexp_f32 v1, v2, s3
+v_rcp_f32_e32 v1, v2
+v_rcp_iflag_f32_e32 v1, s2
+v_rsq_f32_e32 v1, v2
+v_sqrt_f32_e32 v1, 0.5
+v_exp_f32_e32 v1, v2
+v_log_f32_e32 v1, v2
+v_sin_f32_e32 v1, v2
+v_cos_f32_e32 v1, v2
+v_fract_f32_e32 v1, v2
+v_trunc_f32_e32 v1, v2
+v_ceil_f32_e32 v1, v2
+v_floor_f32_e32 v1, v2
+v_rndne_f32_e32 v1, v2
+v_frexp_mant_f32_e32 v1, v2
+v_frexp_exp_i32_f32_e32 v1, v2
+v_rcp_f64_e32 v[0:1], v[2:3]
+v_rsq_f64_e32 v[0:1], s[2:3]
+v_sqrt_f64_e32 v[0:1], v[2:3]
+v_fract_f64_e32 v[0:1], v[2:3]
+v_frexp_mant_f64_e32 v[0:1], v[2:3]
+v_frexp_exp_i32_f64_e32 v1, v[2:3]
+v_exp_f32_e64 v1, -|v2|
+v_rsq_f64_e64 v[0:1], -v[2:3]
+v_frexp_exp_i32_f32_e64 v1, |v2|
+v_cmp_class_f32_e32 vcc, v1, v2
+v_cmp_class_f32_e64 s[2:3], -v1, 3
+v_cmp_class_f64_e32 vcc, v[2:3], v4
+v_cmp_class_f64_e64 s[2:3], v[2:3], s4
+v_cmp_class_f16_e32 vcc, v1, v2
+s_brev_b32 s1, s2
+s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3
+s_setreg_imm32_b32 hwreg(HW_REG_MODE), 0x3f0
+s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), -1
+s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 1.0
+s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s3
+s_getreg_b32 s5, hwreg(HW_REG_MODE)
+s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 4)
