@@ -126,14 +126,43 @@ pub fn div_fmas32(a: f32, b: f32, c: f32, vcc: bool) -> f32 {
     (fma_odd(a, b, c) * f64::from_bits(((1023 + n) as u64) << 52)) as f32
 }
 
-/// v_div_fmas_f64: as [`div_fmas32`] with 2^±128 (the fma rounds before the scaling: a
-/// subnormal f64 quotient may be rounded twice, see model/ISA.md).
+/// v_div_fmas_f64: as [`div_fmas32`] with 2^±128, rounded once. The fma rounds to f64 first;
+/// scaled into the subnormals that is a second rounding, which differs from one rounding of
+/// the exact value only when the fma's result lies exactly halfway between two subnormals:
+/// then the exact value's side of it decides (the fma's residual `a * b + (c - r)`, exact
+/// where `c - r` is, which holds for the quotient and correction the division macro passes).
 pub fn div_fmas64(a: f64, b: f64, c: f64, vcc: bool) -> f64 {
     let r = a.mul_add(b, c);
     if !vcc {
         return r;
     }
-    scale64(r, if exp64(c) > 1023 { 128 } else { -128 })
+    let n = if exp64(c) > 1023 { 128 } else { -128 };
+    let scaled = scale64(r, n);
+    if n > 0 || !r.is_finite() || !scaled.is_subnormal() {
+        return scaled;
+    }
+    // |r| in units of half the subnormal spacing after scaling (2^(-1075 - n)): an odd
+    // integer is a midpoint.
+    let t = r.abs() * f64::from_bits(((1023 + 1075 + n) as u64) << 52);
+    if t.fract() != 0.0 || t as u64 % 2 == 0 {
+        return scaled;
+    }
+    let c_minus_r_exact = c.signum() == r.signum() && c.abs() <= 2.0 * r.abs() && r.abs() <= 2.0 * c.abs();
+    if !c_minus_r_exact {
+        return scaled;
+    }
+    let residual = a.mul_add(b, c - r);
+    if residual == 0.0 {
+        return scaled;
+    }
+    // The subnormal below or above the midpoint, by the exact value's side of it.
+    let k = if (residual > 0.0) == (r > 0.0) { (t as u64).div_ceil(2) } else { t as u64 / 2 };
+    let m = f64::from_bits(k);
+    if r < 0.0 {
+        -m
+    } else {
+        m
+    }
 }
 
 /// v_div_fixup_f32 (S0 the quotient, S1 the denominator, S2 the numerator): IEEE's special
@@ -345,6 +374,18 @@ mod tests {
         assert_eq!(f64::from(a).mul_add(f64::from(b), f64::from(c)) as f32, f32::from_bits(0x4f00_0002));
         assert_eq!(fma_odd(a, b, c) as f32, c);
         assert_eq!(a.mul_add(b, c), c);
+    }
+
+    #[test]
+    fn fmas64_rounds_a_subnormal_quotient_once() {
+        // An fma result exactly halfway between two subnormals after the 2^-128 scaling,
+        // with the exact value just above it: one rounding goes up, two would go to even.
+        let mid = f64::from_bits(0x0000_0000_0000_0003) * 2f64.powi(127); // 1.5 units * 2^128
+        let (a, b) = (2f64.powi(-1000), 2f64.powi(-70)); // a * b far below mid's ulp
+        assert_eq!(a.mul_add(b, mid), mid);
+        assert_eq!(div_fmas64(a, b, mid, true), f64::from_bits(2));
+        assert_eq!(div_fmas64(-a, b, mid, true), f64::from_bits(1));
+        assert_eq!(div_fmas64(0.0, b, mid, true), f64::from_bits(2), "a tie: to even");
     }
 
     #[test]
