@@ -144,7 +144,7 @@ pub fn div_fmas64(a: f64, b: f64, c: f64, vcc: bool) -> f64 {
     // |r| in units of half the subnormal spacing after scaling (2^(-1075 - n)): an odd
     // integer is a midpoint.
     let t = r.abs() * f64::from_bits(((1023 + 1075 + n) as u64) << 52);
-    if t.fract() != 0.0 || t as u64 % 2 == 0 {
+    if t.fract() != 0.0 || (t as u64).is_multiple_of(2) {
         return scaled;
     }
     let c_minus_r_exact = c.signum() == r.signum() && c.abs() <= 2.0 * r.abs() && r.abs() <= 2.0 * c.abs();
