@@ -55,9 +55,14 @@ fn scratch(tag: &str) -> PathBuf {
 
 /// kernels.cl compiled and linked for gfx90a: the code object's bytes and path.
 fn code_object() -> (Vec<u8>, PathBuf) {
+    code_object_of("kernels.cl")
+}
+
+/// tests/isa/`file` compiled and linked for gfx90a: the code object's bytes and path.
+fn code_object_of(file: &str) -> (Vec<u8>, PathBuf) {
     let (clang, lld) = (tool("clang-19", "clang-19"), tool("ld.lld-19", "lld-19"));
     let d = scratch("cl");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/isa/kernels.cl");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/isa").join(file);
     let (o, co) = (d.join("k.o"), d.join("k.co"));
     run(Command::new(clang).args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-O2", "-c"]).arg(&src).arg("-o").arg(&o));
     run(Command::new(lld).arg("-shared").arg(&o).arg("-o").arg(&co));
@@ -671,4 +676,86 @@ fn pm4_dispatch_direct_runs_machine_code_from_the_sh_registers() {
     assert_eq!((end, &p.error), (RunEnd::Idle, &None));
     assert!(runs > 1, "{runs} run(s)");
     check(N as usize - 64);
+}
+
+/// Lanes exchanging data without LDS (tests/isa/cross_lane.cl): `ds_bpermute_b32` reads the
+/// lane an address names, `ds_permute_b32` writes to it, `ds_swizzle_b32` with a quad
+/// permutation and a 16-lane swap; 64-bit LDS atomics (add with and without return, min, max,
+/// xor) and `ds_add_f32`, per workgroup of 256 (four waves); bit counts, reversal and byte
+/// conversion (v_ffbh_u32, v_ffbl_b32, v_bfrev_b32, v_cvt_f32_ubyte2): checked against the CPU.
+#[test]
+fn cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu() {
+    const CODE2: u64 = BASE + 0x80000;
+    let f = setup();
+    let (co, path) = code_object_of("cross_lane.cl");
+    check_decoder(&objdump(&path));
+    let obj = CodeObject::parse(&co).unwrap();
+    assert!(obj.image_len() <= 0x80000, "the image fits below DATA");
+    f.m.gpu_write(f.g, CODE2, &obj.image()).unwrap();
+    let kd = |k: &str| CODE2 + obj.symbol(&format!("{k}.kd")).unwrap();
+
+    // shuffle: 256 work-items in workgroups of 128 (two waves each).
+    let n = 256usize;
+    let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(0x9e37_79b9) ^ 0x55).collect();
+    let out = DATA + 0x10000;
+    f.m.gpu_write(f.g, DATA, &input.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("shuffle"), n as u32, 128), &args(&[DATA, out]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, 4 * n);
+    for i in 0..n {
+        let (wave, l) = (i & !63, i & 63);
+        let at = |lane: usize| input[wave + lane];
+        assert_eq!(got[4 * i], at((l * 7 + 3) & 63), "bpermute, item {i}");
+        assert_eq!(got[4 * i + 1], at((l + 64 - 5) & 63), "permute, item {i}");
+        assert_eq!(got[4 * i + 2], at((l & !3) | (3 - (l & 3))), "quad reversal, item {i}");
+        assert_eq!(got[4 * i + 3], at(l ^ 16), "swap of 16-lane halves, item {i}");
+    }
+
+    // lds64: 1024 work-items, workgroups of 256.
+    let (items, wg) = (1024usize, 256usize);
+    let vals: Vec<u64> = (0..items as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 23)).collect();
+    let (inp, res, tickets, fsum) = (DATA, DATA + 0x10000, DATA + 0x20000, DATA + 0x30000);
+    f.m.gpu_write(f.g, inp, &vals.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("lds64"), items as u32, wg as u16), &args(&[inp, res, tickets, fsum]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let r = f.words(res, 8 * items / wg);
+    let t = f.words(tickets, 2 * items);
+    let fs = f.words(fsum, items / wg);
+    let q = |w: &[u32], k: usize| u64::from(w[2 * k]) | u64::from(w[2 * k + 1]) << 32;
+    for g in 0..items / wg {
+        let v = &vals[g * wg..(g + 1) * wg];
+        let want = [
+            v.iter().fold(0u64, |a, &x| a.wrapping_add(x)),
+            *v.iter().min().unwrap(),
+            *v.iter().max().unwrap(),
+            v.iter().fold(0u64, |a, &x| a ^ x),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(q(&r, 4 * g + k), *w, "workgroup {g}, result {k}");
+        }
+        let mut got: Vec<u64> = (g * wg..(g + 1) * wg).map(|i| q(&t, i)).collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..wg as u64).map(|k| (1u64 << 40) + k).collect::<Vec<_>>(), "workgroup {g}: tickets");
+        assert_eq!(f32::from_bits(fs[g]), (0..wg).sum::<usize>() as f32, "workgroup {g}: float sum");
+    }
+
+    // bits: leading/trailing zeros, redundant sign bits, reversal, a byte as a float.
+    let xs: Vec<u32> = [0u32, 1, u32::MAX, 0x8000_0000, 0x4000_0000, 0xffff_fffe, 0x00ff_0000, 0x0001_2300]
+        .into_iter()
+        .chain((0..56u32).map(|k| 0x9e37_79b9u32.rotate_left(k) >> (k % 31)))
+        .collect();
+    f.m.gpu_write(f.g, DATA, &xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("bits"), xs.len() as u32, 64), &args(&[DATA, out]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, 5 * xs.len());
+    for (i, &x) in xs.iter().enumerate() {
+        let want = [
+            x.leading_zeros(),
+            x.trailing_zeros(),
+            (x ^ ((x as i32 >> 31) as u32)).leading_zeros() - 1,
+            x.reverse_bits(),
+            ((x >> 16 & 0xff) as f32).to_bits(),
+        ];
+        assert_eq!(&got[5 * i..5 * i + 5], &want, "bits of {x:#x}");
+    }
 }

@@ -204,6 +204,10 @@ const VOP1: &[Row] = &[
     (11, "v_cvt_f32_f16", [1, 1, 0, 0]),
     (15, "v_cvt_f32_f64", [1, 2, 0, 0]),
     (16, "v_cvt_f64_f32", [2, 1, 0, 0]),
+    (17, "v_cvt_f32_ubyte0", [1, 1, 0, 0]),
+    (18, "v_cvt_f32_ubyte1", [1, 1, 0, 0]),
+    (19, "v_cvt_f32_ubyte2", [1, 1, 0, 0]),
+    (20, "v_cvt_f32_ubyte3", [1, 1, 0, 0]),
     (21, "v_cvt_u32_f64", [1, 2, 0, 0]),
     (22, "v_cvt_f64_u32", [2, 1, 0, 0]),
     (23, "v_trunc_f64", [2, 2, 0, 0]),
@@ -227,6 +231,10 @@ const VOP1: &[Row] = &[
     (41, "v_sin_f32", [1, 1, 0, 0]),
     (42, "v_cos_f32", [1, 1, 0, 0]),
     (43, "v_not_b32", [1, 1, 0, 0]),
+    (44, "v_bfrev_b32", [1, 1, 0, 0]),
+    (45, "v_ffbh_u32", [1, 1, 0, 0]),
+    (46, "v_ffbl_b32", [1, 1, 0, 0]),
+    (47, "v_ffbh_i32", [1, 1, 0, 0]),
     (48, "v_frexp_exp_i32_f64", [1, 2, 0, 0]),
     (49, "v_frexp_mant_f64", [2, 2, 0, 0]),
     (50, "v_fract_f64", [2, 2, 0, 0]),
@@ -364,7 +372,7 @@ const FLAT: &[(u16, &str, u8, bool)] = &[
 ];
 
 /// DS (LDS) opcodes: widths are [returned dwords, address, data0 dwords, data1 dwords].
-/// Atomics at 0..=16 have returning forms at +32 (`_rtn`).
+/// Atomics at 0..=21 (32-bit) and 64..=80 (64-bit) have returning forms at +32 (`_rtn`).
 const DS: &[Row] = &[
     (0, "ds_add_u32", [0, 1, 1, 0]),
     (1, "ds_sub_u32", [0, 1, 1, 0]),
@@ -382,6 +390,7 @@ const DS: &[Row] = &[
     (14, "ds_write2_b32", [0, 1, 1, 1]),
     (15, "ds_write2st64_b32", [0, 1, 1, 1]),
     (16, "ds_cmpst_b32", [0, 1, 1, 1]),
+    (21, "ds_add_f32", [0, 1, 1, 0]),
     (30, "ds_write_b8", [0, 1, 1, 0]),
     (31, "ds_write_b16", [0, 1, 1, 0]),
     (32, "ds_add_rtn_u32", [1, 1, 1, 0]),
@@ -398,6 +407,7 @@ const DS: &[Row] = &[
     (43, "ds_xor_rtn_b32", [1, 1, 1, 0]),
     (45, "ds_wrxchg_rtn_b32", [1, 1, 1, 0]),
     (48, "ds_cmpst_rtn_b32", [1, 1, 1, 1]),
+    (53, "ds_add_rtn_f32", [1, 1, 1, 0]),
     (54, "ds_read_b32", [1, 1, 0, 0]),
     (55, "ds_read2_b32", [2, 1, 0, 0]),
     (56, "ds_read2st64_b32", [2, 1, 0, 0]),
@@ -405,12 +415,46 @@ const DS: &[Row] = &[
     (58, "ds_read_u8", [1, 1, 0, 0]),
     (59, "ds_read_i16", [1, 1, 0, 0]),
     (60, "ds_read_u16", [1, 1, 0, 0]),
+    (61, "ds_swizzle_b32", [1, 1, 0, 0]),
+    (62, "ds_permute_b32", [1, 1, 1, 0]),
+    (63, "ds_bpermute_b32", [1, 1, 1, 0]),
+    (64, "ds_add_u64", [0, 1, 2, 0]),
+    (65, "ds_sub_u64", [0, 1, 2, 0]),
+    (66, "ds_rsub_u64", [0, 1, 2, 0]),
+    (67, "ds_inc_u64", [0, 1, 2, 0]),
+    (68, "ds_dec_u64", [0, 1, 2, 0]),
+    (69, "ds_min_i64", [0, 1, 2, 0]),
+    (70, "ds_max_i64", [0, 1, 2, 0]),
+    (71, "ds_min_u64", [0, 1, 2, 0]),
+    (72, "ds_max_u64", [0, 1, 2, 0]),
+    (73, "ds_and_b64", [0, 1, 2, 0]),
+    (74, "ds_or_b64", [0, 1, 2, 0]),
+    (75, "ds_xor_b64", [0, 1, 2, 0]),
     (77, "ds_write_b64", [0, 1, 2, 0]),
     (78, "ds_write2_b64", [0, 1, 2, 2]),
     (79, "ds_write2st64_b64", [0, 1, 2, 2]),
+    (80, "ds_cmpst_b64", [0, 1, 2, 2]),
+    (96, "ds_add_rtn_u64", [2, 1, 2, 0]),
+    (97, "ds_sub_rtn_u64", [2, 1, 2, 0]),
+    (98, "ds_rsub_rtn_u64", [2, 1, 2, 0]),
+    (99, "ds_inc_rtn_u64", [2, 1, 2, 0]),
+    (100, "ds_dec_rtn_u64", [2, 1, 2, 0]),
+    (101, "ds_min_rtn_i64", [2, 1, 2, 0]),
+    (102, "ds_max_rtn_i64", [2, 1, 2, 0]),
+    (103, "ds_min_rtn_u64", [2, 1, 2, 0]),
+    (104, "ds_max_rtn_u64", [2, 1, 2, 0]),
+    (105, "ds_and_rtn_b64", [2, 1, 2, 0]),
+    (106, "ds_or_rtn_b64", [2, 1, 2, 0]),
+    (107, "ds_xor_rtn_b64", [2, 1, 2, 0]),
+    (109, "ds_wrxchg_rtn_b64", [2, 1, 2, 0]),
+    (112, "ds_cmpst_rtn_b64", [2, 1, 2, 2]),
     (118, "ds_read_b64", [2, 1, 0, 0]),
     (119, "ds_read2_b64", [4, 1, 0, 0]),
     (120, "ds_read2st64_b64", [4, 1, 0, 0]),
+    (222, "ds_write_b96", [0, 1, 3, 0]),
+    (223, "ds_write_b128", [0, 1, 4, 0]),
+    (254, "ds_read_b96", [3, 1, 0, 0]),
+    (255, "ds_read_b128", [4, 1, 0, 0]),
 ];
 
 /// MUBUF (buffer) loads and stores: (opcode, mnemonic, bytes per lane, is store).
@@ -827,6 +871,59 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
     None
 }
 
+/// `ds_swizzle_b32`: its offset field selects the pattern (see [`swizzle_source`]).
+pub const DS_SWIZZLE: u16 = 61;
+
+/// The lane `ds_swizzle_b32` with `offset` reads for `lane`: with bit 15 set, a quad
+/// permutation (lane `l` of each group of four reads lane `offset >> 2l & 3` of its group);
+/// otherwise, within each group of 32 lanes, `((lane & and) | or) ^ xor` with the 5-bit masks
+/// in bits 0..5, 5..10 and 10..15.
+pub fn swizzle_source(offset: u16, lane: usize) -> usize {
+    let o = usize::from(offset);
+    if o & 0x8000 != 0 {
+        (lane & !3) | (o >> (2 * (lane & 3)) & 3)
+    } else {
+        let (and, or, xor) = (o & 0x1f, o >> 5 & 0x1f, o >> 10 & 0x1f);
+        (lane & !0x1f) | (((lane & 0x1f & and) | or) ^ xor)
+    }
+}
+
+/// A `ds_swizzle_b32` offset as LLVM prints it: `swizzle(QUAD_PERM,..)`, the `SWAP`,
+/// `REVERSE` and `BROADCAST` shorthands of bitmask patterns, else `BITMASK_PERM` with one
+/// character per lane-id bit, high to low (`p` kept, `i` inverted, `0` / `1` a constant).
+struct Swizzle(u16);
+
+impl fmt::Display for Swizzle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let o = self.0;
+        if o & 0x8000 != 0 {
+            let q = |k: u16| o >> (2 * k) & 3;
+            return write!(f, "swizzle(QUAD_PERM,{},{},{},{})", q(0), q(1), q(2), q(3));
+        }
+        let (and, or, xor) = (o & 0x1f, o >> 5 & 0x1f, o >> 10 & 0x1f);
+        let group = (!and & 0x1f) + 1;
+        if and == 0x1f && or == 0 && xor.count_ones() == 1 {
+            write!(f, "swizzle(SWAP,{xor})")
+        } else if and == 0x1f && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+            write!(f, "swizzle(REVERSE,{})", xor + 1)
+        } else if group > 1 && group.is_power_of_two() && and == 0x20 - group && or < group && xor == 0 {
+            write!(f, "swizzle(BROADCAST,{group},{or})")
+        } else {
+            let bits: String = (0..5)
+                .rev()
+                .map(|b| match (and >> b & 1, or >> b & 1, xor >> b & 1) {
+                    // The lane's bit kept (and = 1, or = 0), perhaps inverted; else a constant.
+                    (1, 0, 0) => 'p',
+                    (1, 0, _) => 'i',
+                    (_, o, x) if o ^ x == 1 => '1',
+                    _ => '0',
+                })
+                .collect();
+            write!(f, "swizzle(BITMASK_PERM,\"{bits}\")")
+        }
+    }
+}
+
 /// Is the DS opcode a two-address form (`offset0`/`offset1`)?
 pub fn ds_two(op: u16) -> bool {
     matches!(op, 14 | 15 | 55 | 56 | 78 | 79 | 119 | 120)
@@ -1088,6 +1185,8 @@ impl fmt::Display for Inst {
                     if o1 != 0 {
                         write!(f, " offset1:{o1}")?;
                     }
+                } else if self.op == DS_SWIZZLE && self.imm != 0 {
+                    write!(f, " offset:{}", Swizzle(self.imm as u16))?;
                 } else if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }

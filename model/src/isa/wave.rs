@@ -992,6 +992,8 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     6 => (a as f32).to_bits(),
                     7 => f(a) as u32,
                     8 => f(a) as i32 as u32,
+                    // v_cvt_f32_ubyte0..3: byte `op - 17` of the source as a float.
+                    17..=20 => f32::from((a >> (8 * (op - 17))) as u8).to_bits(),
                     27 => fp::fract32(f(a)).to_bits(),
                     28 => f(a).trunc().to_bits(),
                     29 => f(a).ceil().to_bits(),
@@ -1005,6 +1007,27 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     41 => fp::sin32(f(a), false).to_bits(),
                     42 => fp::sin32(f(a), true).to_bits(),
                     43 => !a,
+                    44 => a.reverse_bits(),
+                    // First set bit from the MSB / from the LSB; first bit unlike the sign bit
+                    // from the MSB: -1 when there is none.
+                    45 => {
+                        if a == 0 {
+                            u32::MAX
+                        } else {
+                            a.leading_zeros()
+                        }
+                    }
+                    46 => {
+                        if a == 0 {
+                            u32::MAX
+                        } else {
+                            a.trailing_zeros()
+                        }
+                    }
+                    47 => match a {
+                        0 | u32::MAX => u32::MAX,
+                        _ => (a ^ ((a as i32) >> 31) as u32).leading_zeros(),
+                    },
                     51 => fp::frexp_exp64(f64::from(f(a))) as u32,
                     52 => (fp::frexp_mant64(f64::from(f(a))) as f32).to_bits(),
                     _ => return Err(Stop::Illegal("unsupported VOP1")),
@@ -1425,6 +1448,9 @@ fn ds(w: &mut Wave, lds: &mut [u8], i: &Inst) -> Result<(), Stop> {
             }
         }
     };
+    if matches!(op, 61..=63) {
+        return ds_cross_lane(w, i, exec, a, dst, d0);
+    }
     let two = gfx9::ds_two(op);
     let (o0, o1) = (u64::from(i.imm as u32 & 0xff), u64::from(i.imm as u32 >> 8));
     for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
@@ -1450,14 +1476,14 @@ fn ds(w: &mut Wave, lds: &mut [u8], i: &Inst) -> Result<(), Stop> {
         }
         let at = base + i.imm as u64;
         match op {
-            13 | 77 => {
+            13 | 77 | 222 | 223 => {
                 for k in 0..usize::from(sig[2]) {
                     wr(lds, at + 4 * k as u64, 4, w.v[d0 + k][lane]);
                 }
             }
             30 => wr(lds, at, 1, w.v[d0][lane]),
             31 => wr(lds, at, 2, w.v[d0][lane]),
-            54 | 118 => {
+            54 | 118 | 254 | 255 => {
                 for k in 0..usize::from(sig[0]) {
                     w.v[dst + k][lane] = rd(lds, at + 4 * k as u64, 4);
                 }
@@ -1467,51 +1493,112 @@ fn ds(w: &mut Wave, lds: &mut [u8], i: &Inst) -> Result<(), Stop> {
             59 => w.v[dst][lane] = rd(lds, at, 2) as u16 as i16 as i32 as u32,
             60 => w.v[dst][lane] = rd(lds, at, 2),
             _ => {
-                // 32-bit atomics (op & 31): the old value returns for the _rtn forms (op >= 32).
-                let old = rd(lds, at, 4);
-                let s = w.v[d0][lane];
-                let new = match op & 31 {
-                    0 => old.wrapping_add(s),
-                    1 => old.wrapping_sub(s),
-                    2 => s.wrapping_sub(old),
-                    3 => {
-                        if old >= s {
-                            0
-                        } else {
-                            old + 1
-                        }
+                // Atomics: 0..=21 32-bit, 64..=80 64-bit; the same plus 32 return the old value.
+                // The operation is `op & 31` in either width.
+                let wide = op >= 64;
+                let n = if wide { 2 } else { 1 };
+                let get = |w: &Wave, r: usize| (0..n).fold(0u64, |v, k| v | u64::from(w.v[r + k][lane]) << (32 * k));
+                let old = (0..n).fold(0u64, |v, k| v | u64::from(rd(lds, at + 4 * k as u64, 4)) << (32 * k));
+                let s = get(w, d0);
+                let cmp_new = if sig[3] != 0 { get(w, d1) } else { 0 };
+                let new = ds_atomic(op & 31, old, s, cmp_new, wide).ok_or(Stop::Illegal("unsupported DS"))?;
+                for k in 0..n {
+                    wr(lds, at + 4 * k as u64, 4, (new >> (32 * k)) as u32);
+                }
+                if op & 32 != 0 {
+                    for k in 0..n {
+                        w.v[dst + k][lane] = (old >> (32 * k)) as u32;
                     }
-                    4 => {
-                        if old == 0 || old > s {
-                            s
-                        } else {
-                            old - 1
-                        }
-                    }
-                    5 => (old as i32).min(s as i32) as u32,
-                    6 => (old as i32).max(s as i32) as u32,
-                    7 => old.min(s),
-                    8 => old.max(s),
-                    9 => old & s,
-                    10 => old | s,
-                    11 => old ^ s,
-                    13 => s,
-                    // cmpst: data0 is compared, data1 stored.
-                    16 => {
-                        if old == s {
-                            w.v[d1][lane]
-                        } else {
-                            old
-                        }
-                    }
-                    _ => return Err(Stop::Illegal("unsupported DS")),
-                };
-                wr(lds, at, 4, new);
-                if op >= 32 {
-                    w.v[dst][lane] = old;
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A DS atomic operation (`op & 31` of its opcode) on the `old` value with the data `s` (and,
+/// for cmpst, the value stored on a match `cmp_new`), 32 or 64 bits wide (`wide`): the new
+/// value, or `None` for an operation the model does not know.
+fn ds_atomic(sub: u16, old: u64, s: u64, cmp_new: u64, wide: bool) -> Option<u64> {
+    let bits = if wide { 64 } else { 32 };
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    // Signed views of the operands in their width.
+    let signed = |v: u64| ((v << (64 - bits)) as i64) >> (64 - bits);
+    Some(
+        match sub {
+            0 => old.wrapping_add(s),
+            1 => old.wrapping_sub(s),
+            2 => s.wrapping_sub(old),
+            3 => {
+                if old >= s {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            4 => {
+                if old == 0 || old > s {
+                    s
+                } else {
+                    old - 1
+                }
+            }
+            5 => signed(old).min(signed(s)) as u64,
+            6 => signed(old).max(signed(s)) as u64,
+            7 => old.min(s),
+            8 => old.max(s),
+            9 => old & s,
+            10 => old | s,
+            11 => old ^ s,
+            13 => s,
+            // cmpst: data0 is compared, data1 stored.
+            16 => {
+                if old == s {
+                    cmp_new
+                } else {
+                    old
+                }
+            }
+            // ds_add_f32: IEEE single-precision add (round to nearest even).
+            21 if !wide => u64::from((f(old as u32) + f(s as u32)).to_bits()),
+            _ => return None,
+        } & mask,
+    )
+}
+
+/// The DS instructions that move data between lanes without LDS: `ds_swizzle_b32` (the
+/// pattern in its offset), `ds_bpermute_b32` (each lane reads the lane its address names,
+/// `(addr + offset) / 4` modulo the wave size) and `ds_permute_b32` (each lane writes its data
+/// to the lane its address names; on a collision the higher source lane wins). A read from a
+/// lane EXEC leaves out, or a lane nothing is written to, gives 0; only active lanes' results
+/// are written.
+fn ds_cross_lane(w: &mut Wave, i: &Inst, exec: u64, a: usize, dst: usize, d0: usize) -> Result<(), Stop> {
+    let lanes = w.lanes;
+    let active = |l: usize| exec >> l & 1 != 0;
+    let off = u64::from(i.imm as u32 & 0xffff);
+    let target = |w: &Wave, l: usize| ((u64::from(w.v[a][l]) + off) / 4) as usize % lanes;
+    let mut out = [0u32; LANES];
+    match i.op {
+        61 => {
+            for l in (0..lanes).filter(|&l| active(l)) {
+                let src = gfx9::swizzle_source(i.imm as u16, l) % lanes;
+                out[l] = if active(src) { w.v[a][src] } else { 0 };
+            }
+        }
+        63 => {
+            for l in (0..lanes).filter(|&l| active(l)) {
+                let src = target(w, l);
+                out[l] = if active(src) { w.v[d0][src] } else { 0 };
+            }
+        }
+        _ => {
+            for l in (0..lanes).filter(|&l| active(l)) {
+                out[target(w, l)] = w.v[d0][l];
+            }
+        }
+    }
+    for l in (0..lanes).filter(|&l| active(l)) {
+        w.v[dst][l] = out[l];
     }
     Ok(())
 }

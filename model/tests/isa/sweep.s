@@ -71,6 +71,59 @@ s_incperflevel 1
 s_decperflevel 1
 s_memtime s[6:7]
 s_memrealtime s[2:3]
+ds_swizzle_b32 v1, v2 offset:swizzle(QUAD_PERM,3,3,1,0)
+ds_swizzle_b32 v1, v2 offset:swizzle(SWAP,1)
+ds_swizzle_b32 v1, v2 offset:swizzle(REVERSE,4)
+ds_swizzle_b32 v1, v2 offset:swizzle(BROADCAST,4,1)
+ds_swizzle_b32 v1, v2 offset:swizzle(BROADCAST,32,31)
+ds_swizzle_b32 v1, v2 offset:swizzle(BITMASK_PERM,"01pip")
+ds_swizzle_b32 v1, v2 offset:0x0400
+ds_swizzle_b32 v1, v2 offset:0x7fff
+ds_swizzle_b32 v1, v2 offset:0x043f
+ds_swizzle_b32 v1, v2
+ds_permute_b32 v1, v2, v3
+ds_bpermute_b32 v1, v2, v3 offset:4
+ds_add_u64 v1, v[2:3]
+ds_sub_u64 v1, v[2:3] offset:8
+ds_rsub_u64 v1, v[2:3]
+ds_inc_u64 v1, v[2:3]
+ds_dec_u64 v1, v[2:3]
+ds_min_i64 v1, v[2:3]
+ds_max_i64 v1, v[2:3]
+ds_min_u64 v1, v[2:3]
+ds_max_u64 v1, v[2:3]
+ds_and_b64 v1, v[2:3]
+ds_or_b64 v1, v[2:3]
+ds_xor_b64 v1, v[2:3]
+ds_cmpst_b64 v1, v[2:3], v[4:5]
+ds_add_rtn_u64 v[4:5], v1, v[2:3]
+ds_sub_rtn_u64 v[4:5], v1, v[2:3]
+ds_rsub_rtn_u64 v[4:5], v1, v[2:3]
+ds_inc_rtn_u64 v[4:5], v1, v[2:3]
+ds_dec_rtn_u64 v[4:5], v1, v[2:3]
+ds_min_rtn_i64 v[4:5], v1, v[2:3]
+ds_max_rtn_i64 v[4:5], v1, v[2:3]
+ds_min_rtn_u64 v[4:5], v1, v[2:3]
+ds_max_rtn_u64 v[4:5], v1, v[2:3]
+ds_and_rtn_b64 v[4:5], v1, v[2:3]
+ds_or_rtn_b64 v[4:5], v1, v[2:3]
+ds_xor_rtn_b64 v[4:5], v1, v[2:3] offset:16
+ds_wrxchg_rtn_b64 v[4:5], v1, v[2:3]
+ds_cmpst_rtn_b64 v[4:5], v1, v[2:3], v[6:7]
+ds_add_f32 v1, v2
+ds_add_rtn_f32 v3, v1, v2 offset:12
+ds_write_b96 v1, v[2:4]
+ds_write_b128 v1, v[2:5] offset:16
+ds_read_b96 v[2:4], v1
+ds_read_b128 v[2:5], v1 offset:32
+v_cvt_f32_ubyte0_e32 v1, v0
+v_cvt_f32_ubyte1_e32 v1, v0
+v_cvt_f32_ubyte2_e32 v1, s2
+v_cvt_f32_ubyte3_e64 v1, v0
+v_bfrev_b32_e32 v0, 1
+v_ffbh_u32_e32 v1, v2
+v_ffbl_b32_e32 v1, s3
+v_ffbh_i32_e32 v1, v2
 s_load_dword s0, s[4:5], 0x4
 s_load_dwordx2 s[4:5], s[6:7], 0x10
 s_load_dwordx4 s[0:3], s[6:7], 0x0
