@@ -155,6 +155,8 @@ fn decoder_agrees_with_llvm_on_the_math_kernels() {
         "v_fract_f64_e32",
         "s_setreg_imm32_b32",
         "s_denorm_mode",
+        "v_fma_mixlo_f16",
+        "v_div_fixup_f16",
     ] {
         assert!(seen.contains(want), "clang-19 no longer emits {want} for math.cl");
     }
@@ -644,6 +646,74 @@ fn denormal_modes(gpu: Gpu) {
             assert_eq!(o[3 * 4 + 1], 0.0, "1e-20 * 1e-20 flushed");
         }
     }
+}
+
+/// The half nearest to `x` (ties to even; NaN as the default NaN), by scaling to the half's
+/// quantum at x's binade: rounding an f64 quotient of two halves this way is the correctly
+/// rounded half quotient (53 >= 2 * 11 + 2 bits).
+fn to_half(x: f64) -> u16 {
+    if x.is_nan() {
+        return 0x7e00;
+    }
+    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+    let a = x.abs();
+    if a >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    let e = if a >= 2f64.powi(-14) { ((a.to_bits() >> 52) as i32) - 1023 } else { -14 };
+    let n = (a / 2f64.powi(e - 10)).round_ties_even() as u16;
+    if a < 2f64.powi(-14) {
+        return sign | n; // subnormal (n == 1024: the smallest normal, the same bits)
+    }
+    let (e, n) = if n == 2048 { (e + 1, 1024) } else { (e, n) };
+    if e + 15 >= 31 {
+        return sign | 0x7c00;
+    }
+    sign | ((e + 15) as u16) << 10 | (n - 1024)
+}
+
+fn half_to_f64(h: u16) -> f64 {
+    let (sign, e, m) = (if h & 0x8000 != 0 { -1.0 } else { 1.0 }, (h >> 10) & 0x1f, f64::from(h & 0x3ff));
+    sign * match e {
+        0 => m * 2f64.powi(-24),
+        31 if m == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        _ => (1024.0 + m) * 2f64.powi(i32::from(e) - 25),
+    }
+}
+
+/// f16 division on gfx90a (v_fma_mixlo_f16 and v_div_fixup_f16): correctly rounded, as the
+/// CPU's f64 quotient rounded to half, on special values and pseudo-random halves.
+#[test]
+fn f16_division_on_gfx90a_matches_the_cpu() {
+    let f = setup(Gpu::Gfx90a, false);
+    let specials: [u16; 14] = [0, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x83ff, 0x0400, 0x7bff, 0x4200, 0x3555, 0xc880];
+    let mut inp = Vec::new();
+    for &x in &specials {
+        for &y in &specials {
+            inp.push((x, y));
+        }
+    }
+    let mut r = Rng(0x5eed_f00d_1234_5678);
+    for _ in 0..2000 {
+        let v = r.next();
+        inp.push((v as u16, (v >> 16) as u16));
+    }
+    let n = inp.len();
+    let (a, b, out) = (DATA, DATA + 0x10000, DATA + 0x20000);
+    f.put(a, inp.iter().flat_map(|v| v.0.to_le_bytes()).collect());
+    f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
+    f.dispatch("hdiv", n as u32, &[a, b, out, n as u64]);
+    let o: Vec<u16> = f.read(out, 2 * n).chunks(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect();
+    let mut bad = Vec::new();
+    for (i, &(x, y)) in inp.iter().enumerate() {
+        let want = to_half(half_to_f64(x) / half_to_f64(y));
+        let nan = |h: u16| h & 0x7c00 == 0x7c00 && h & 0x3ff != 0;
+        if o[i] != want && !(nan(o[i]) && nan(want)) {
+            bad.push(format!("{x:#06x} / {y:#06x}: got {:#06x}, want {want:#06x}", o[i]));
+        }
+    }
+    assert!(bad.is_empty(), "{} of {n} f16 quotients differ:\n{}", bad.len(), bad.join("\n"));
 }
 
 #[test]

@@ -98,7 +98,7 @@ pub fn div_scale64(s0: f64, s1: f64, s2: f64) -> (f64, bool) {
 /// `a * b + c` in f64, rounded to odd (the exact value if representable, else the
 /// neighbour with an odd last bit): rounding that to f32 afterwards — after an exact scaling
 /// by a power of two — is the same as rounding the exact value once (53 >= 24 + 2 bits).
-fn fma_odd(a: f32, b: f32, c: f32) -> f64 {
+pub fn fma_odd(a: f32, b: f32, c: f32) -> f64 {
     let p = f64::from(a) * f64::from(b); // exact: 48 bits
     let c = f64::from(c);
     let s = p + c;

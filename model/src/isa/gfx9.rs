@@ -347,6 +347,11 @@ const VOP3: &[Row] = &[
 /// VOP3P opcodes gfx90a adds (operands are 64-bit: two f32 halves or one b64): clang's float2
 /// arithmetic and 64-bit moves, the HIP runtime's blit kernels (`v_pk_mov_b32`).
 const VOP3P: &[Row] = &[
+    // Mixed precision: each source an f32, or the f16 half op_sel picks where op_sel_hi is
+    // set (f16 division multiplies through v_fma_mixlo_f16).
+    (0x20, "v_fma_mix_f32", [1, 1, 1, 1]),
+    (0x21, "v_fma_mixlo_f16", [1, 1, 1, 1]),
+    (0x22, "v_fma_mixhi_f16", [1, 1, 1, 1]),
     (0x30, "v_pk_fma_f32", [2, 2, 2, 2]),
     (0x31, "v_pk_mul_f32", [2, 2, 2, 0]),
     (0x32, "v_pk_add_f32", [2, 2, 2, 0]),
@@ -620,6 +625,11 @@ fn vopc_sig(op: u32) -> Sig {
     } else {
         [2, 1, 1, 0]
     }
+}
+
+/// Is the VOP3P opcode one of the mixed-precision fmas (v_fma_mix_f32, v_fma_mixlo/hi_f16)?
+pub fn is_mix(op: u16) -> bool {
+    (0x20..=0x22).contains(&op)
 }
 
 /// Is the VOP3 opcode a VOP3b form (an SGPR lane-mask destination in bits 8..15, no abs)?
@@ -1136,6 +1146,23 @@ impl fmt::Display for Inst {
                     3 => f.write_str(" div:2"),
                     _ => Ok(()),
                 }
+            }
+            Enc::Vop3p if is_mix(self.op) => {
+                // neg_lo / neg_hi are the sources' neg / abs; op_sel_hi defaults to 0 here.
+                let srcs: Vec<String> = (0..3).map(|k| self.m(k)).collect();
+                write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
+                let list = |bits: u32| (0..3).map(|k| (bits >> k & 1).to_string()).collect::<Vec<_>>().join(",");
+                let (op_sel, op_sel_hi) = (self.imm as u32 & 7, (self.imm as u32 >> 3) & 7);
+                if op_sel != 0 {
+                    write!(f, " op_sel:[{}]", list(op_sel))?;
+                }
+                if op_sel_hi != 0 {
+                    write!(f, " op_sel_hi:[{}]", list(op_sel_hi))?;
+                }
+                if self.clamp {
+                    f.write_str(" clamp")?;
+                }
+                Ok(())
             }
             Enc::Vop3p => {
                 let nsrc = self.sig[1..].iter().take_while(|&&w| w != 0).count();

@@ -1872,6 +1872,9 @@ fn ldexp(mut x: f64, n: i32) -> f64 {
 /// Sources: VGPR pairs, SGPR pairs, the constant 0. Other inline constants (how the hardware
 /// widens them to two halves is not modelled) and `clamp` are refused.
 fn packed(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    if gfx9::is_mix(i.op) {
+        return mix(w, i);
+    }
     if i.clamp {
         return Err(Stop::Illegal("VOP3P clamp is not modelled yet"));
     }
@@ -1912,6 +1915,67 @@ fn packed(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
         w.v[dst + 1][lane] = hi;
     }
     Ok(())
+}
+
+/// v_fma_mix_f32 / v_fma_mixlo_f16 / v_fma_mixhi_f16: `a * b + c` where each source is an
+/// f32, or (its op_sel_hi bit set) the f16 half its op_sel bit picks; neg_lo negates and
+/// neg_hi takes the absolute value. mix_f32 writes the f32 result; mixlo / mixhi round once to
+/// f16 into the low / high half, keeping the other. Inline constants: 0, and the f32 ones for
+/// f32 sources (an f16 source's inline constant is refused, as is `clamp`).
+fn mix(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    if i.clamp {
+        return Err(Stop::Illegal("v_fma_mix clamp is not modelled yet"));
+    }
+    let (op_sel, op_sel_hi) = (i.imm as u32 & 7, (i.imm as u32 >> 3) & 7);
+    let mut srcs = [VSrc::K(0); 3];
+    for (k, s) in srcs.iter_mut().enumerate() {
+        let c = i.src[k];
+        *s = match c {
+            128 | 256.. => vsrc(w, c, 0)?,
+            0..=127 | 129..=208 | 240..=248 if op_sel_hi >> k & 1 == 0 => vsrc(w, c, 0)?,
+            0..=127 => vsrc(w, c, 0)?,
+            _ => return Err(Stop::Illegal("an f16 inline constant in v_fma_mix")),
+        };
+    }
+    let d = vdst(w, i.dst, 1)?;
+    let exec = w.exec();
+    for lane in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let v = [0, 1, 2].map(|k| {
+            let raw = get(w, srcs[k], lane);
+            let x = if op_sel_hi >> k & 1 != 0 { h2f(if op_sel >> k & 1 != 0 { raw >> 16 } else { raw & 0xffff }) } else { f(raw) };
+            let x = if i.abs >> k & 1 != 0 { x.abs() } else { x };
+            if i.neg >> k & 1 != 0 {
+                -x
+            } else {
+                x
+            }
+        });
+        let old = w.v[d][lane];
+        w.v[d][lane] = match i.op {
+            0x20 => v[0].mul_add(v[1], v[2]).to_bits(),
+            op => {
+                let h = f64_to_half(fp::fma_odd(v[0], v[1], v[2]));
+                if op == 0x21 {
+                    (old & 0xffff_0000) | h
+                } else {
+                    (old & 0xffff) | h << 16
+                }
+            }
+        };
+    }
+    Ok(())
+}
+
+/// An f64 rounded to the nearest half (ties to even): exact when the f64 is the round-to-odd
+/// image of the value to round (53 >= 11 + 2 bits).
+fn f64_to_half(x: f64) -> u32 {
+    if !x.is_finite() {
+        return f2h(x as f32);
+    }
+    let b = x.to_bits();
+    let (neg, ex, man) = (b >> 63 != 0, ((b >> 52) & 0x7ff) as i32, b & ((1 << 52) - 1));
+    let (m, e) = if ex == 0 { (man, -1074) } else { (man | 1 << 52, ex - 1075) };
+    f16_round(neg, u128::from(m), e)
 }
 
 /// f64 and 64-bit integer VALU ops (VOP1/VOP2/VOPC and their VOP3 forms, VOP3-only).

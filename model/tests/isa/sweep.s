@@ -408,3 +408,8 @@ s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 1.0
 s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s3
 s_getreg_b32 s5, hwreg(HW_REG_MODE)
 s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 4)
+v_fma_mixlo_f16 v3, v2, v3, 0 op_sel_hi:[1,0,0]
+v_fma_mix_f32 v0, v1, v2, v3
+v_fma_mix_f32 v0, -v1, |v2|, -|v3| op_sel:[1,0,1] op_sel_hi:[1,1,1]
+v_fma_mixhi_f16 v0, v1, s2, v3 op_sel_hi:[0,1,0] clamp
+v_fma_mix_f32 v0, v1, 1.0, v3
