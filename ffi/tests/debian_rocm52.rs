@@ -491,7 +491,8 @@ fn hip_program() -> &'static Path {
 /// code object from hipcc), hipMemcpy device -> host, hipMemset (the HIP runtime's own fill
 /// kernel, compiled at run time through libamd_comgr) and a device -> device copy (its copy
 /// kernel), then a block reduction through LDS (`__shared__`, `__syncthreads`) with atomicAdd on
-/// a stream, fed from pinned memory (hipHostMalloc) by hipMemcpyAsync and timed with events; each
+/// a stream, fed from pinned memory (hipHostMalloc) by hipMemcpyAsync and timed with events, and
+/// f32/f64 division, sqrt and the device library's expf/__expf/logf/sinf/cosf (issue 14); each
 /// result checked by the program against its CPU computation. The device HIP reports is the
 /// catalogue's GPU.
 #[test]
@@ -517,6 +518,7 @@ fn hip_vector_add_on_mi210_gfx90a() {
         format!("ok vector_add {n}"),
         format!("ok memset and device to device {bytes}"),
         format!("ok block_sums {} blocks, stream and events", n / 256),
+        "ok math 4096".to_string(),
         "OK".to_string(),
     ] {
         assert!(has(&line), "{what}: want {line:?}\n{out}");

@@ -304,10 +304,13 @@ const VOP1: &[Row] = &[
 
 /// VOP3-only opcodes. gfx9's VOP2 carry ops are VOP3-only on gfx11 (v_add_co_u32 ...).
 const VOP3: &[Row] = &[
+    (0x20a, "v_mad_i32_i24", 0x1c2, [1, 1, 1, 1]),
     (0x20b, "v_mad_u32_u24", 0x1c3, [1, 1, 1, 1]),
     (0x210, "v_bfe_u32", 0x1c8, [1, 1, 1, 1]),
     (0x213, "v_fma_f32", 0x1cb, [1, 1, 1, 1]),
     (0x214, "v_fma_f64", 0x1cc, [2, 2, 2, 2]),
+    (0x216, "v_alignbit_b32", 0x1ce, [1, 1, 1, 1]),
+    (0x217, "v_alignbyte_b32", 0x1cf, [1, 1, 1, 1]),
     (0x227, "v_div_fixup_f32", 0x1de, [1, 1, 1, 1]),
     (0x228, "v_div_fixup_f64", 0x1df, [2, 2, 2, 2]),
     (0x237, "v_div_fmas_f32", 0x1e2, [1, 1, 1, 1]),

@@ -310,10 +310,13 @@ const VOPC_U64: [&str; 8] =
 /// VOP3-only opcodes (VOPC, VOP2 and VOP1 also have VOP3 forms at op, 0x100 + op, 0x140 + op).
 const VOP3: &[Row] = &[
     (0x1c1, "v_mad_f32", [1, 1, 1, 1]),
+    (0x1c2, "v_mad_i32_i24", [1, 1, 1, 1]),
     (0x1c3, "v_mad_u32_u24", [1, 1, 1, 1]),
     (0x1c8, "v_bfe_u32", [1, 1, 1, 1]),
     (0x1cb, "v_fma_f32", [1, 1, 1, 1]),
     (0x1cc, "v_fma_f64", [2, 2, 2, 2]),
+    (0x1ce, "v_alignbit_b32", [1, 1, 1, 1]),
+    (0x1cf, "v_alignbyte_b32", [1, 1, 1, 1]),
     (0x1de, "v_div_fixup_f32", [1, 1, 1, 1]),
     (0x1df, "v_div_fixup_f64", [2, 2, 2, 2]),
     (0x1e0, "v_div_scale_f32", [1, 1, 1, 1]),

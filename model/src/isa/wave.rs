@@ -1146,6 +1146,11 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     0x207 => u64::from(fp::div_fixup16(a, b, c)),
                     0x288 => u64::from(out32(fp::ldexp32(f(a), b as i32).to_bits())),
                     0x1c3 => u64::from((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff).wrapping_add(c)),
+                    // Signed 24-bit operands (the device library's sin/cos argument reduction).
+                    0x1c2 => u64::from(((a << 8) as i32 >> 8).wrapping_mul((b << 8) as i32 >> 8).wrapping_add(c as i32) as u32),
+                    // {S0, S1} shifted right by S2[4:0] bits / S2[1:0] bytes, the low dword.
+                    0x1ce => ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) & 0xffff_ffff,
+                    0x1cf => ((u64::from(a) << 32 | u64::from(b)) >> (8 * (c & 3))) & 0xffff_ffff,
                     0x1c8 => {
                         let (off, width) = (b & 31, c & 31);
                         u64::from(if width == 0 { 0 } else { (a >> off) & (u32::MAX >> (32 - width)) })
@@ -1710,6 +1715,9 @@ fn float_sign(class: u8, op: u16) -> Option<u32> {
         | (1, 7 | 8 | 10 | 27..=36 | 39 | 41 | 42 | 51 | 52)
         | (2, 1..=3 | 5 | 10 | 11 | 22 | 59)
         | (3, 0x1c1 | 0x1cb | 0x1de | 0x1e0 | 0x1e2 | 0x288) => Some(31),
+        // v_cndmask_b32_e64 selects floats too: abs / neg on its two sources' bit 31 (the
+        // device library's sinf/cosf negate through it).
+        (2, 0) => Some(31),
         _ => None,
     }
 }

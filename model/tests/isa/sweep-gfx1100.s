@@ -259,3 +259,8 @@ s_waitcnt_depctr 0xfff
 s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3
 s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s3
 s_getreg_b32 s5, hwreg(HW_REG_MODE)
+v_alignbit_b32 v1, v11, v1, v14
+v_alignbit_b32 v1, v3, v1, 30
+v_alignbyte_b32 v1, v3, s1, 3
+v_mad_i32_i24 v3, v10, s2, 0.5
+v_mad_i32_i24 v12, -1, s2, v13

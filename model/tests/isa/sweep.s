@@ -413,3 +413,9 @@ v_fma_mix_f32 v0, v1, v2, v3
 v_fma_mix_f32 v0, -v1, |v2|, -|v3| op_sel:[1,0,1] op_sel_hi:[1,1,1]
 v_fma_mixhi_f16 v0, v1, s2, v3 op_sel_hi:[0,1,0] clamp
 v_fma_mix_f32 v0, v1, 1.0, v3
+v_alignbit_b32 v1, v11, v1, v14
+v_alignbit_b32 v1, v3, v1, 30
+v_alignbyte_b32 v1, v3, s1, 3
+v_mad_i32_i24 v3, v10, s2, 0.5
+v_mad_i32_i24 v12, -1, s2, v13
+v_cndmask_b32_e64 v5, -v5, |v7|, vcc
