@@ -492,8 +492,8 @@ fn hip_program() -> &'static Path {
 /// kernel, compiled at run time through libamd_comgr) and a device -> device copy (its copy
 /// kernel), then a block reduction through LDS (`__shared__`, `__syncthreads`) with atomicAdd on
 /// a stream, fed from pinned memory (hipHostMalloc) by hipMemcpyAsync and timed with events, and
-/// f32/f64 division, sqrt and the device library's expf/__expf/logf/sinf/cosf (issue 14); each
-/// result checked by the program against its CPU computation. The device HIP reports is the
+/// f32/f64 division, sqrt and the device library's expf/__expf/logf/sinf/cosf (issue 14), and
+/// `__shfl_down` / `__shfl_xor` within waves (ds_bpermute_b32); each result checked by the program against its CPU computation. The device HIP reports is the
 /// catalogue's GPU.
 #[test]
 fn hip_vector_add_on_mi210_gfx90a() {
@@ -519,6 +519,7 @@ fn hip_vector_add_on_mi210_gfx90a() {
         format!("ok memset and device to device {bytes}"),
         format!("ok block_sums {} blocks, stream and events", n / 256),
         "ok math 4096".to_string(),
+        format!("ok shuffles {} waves", n / 64),
         "OK".to_string(),
     ] {
         assert!(has(&line), "{what}: want {line:?}\n{out}");

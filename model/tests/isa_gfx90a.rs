@@ -682,7 +682,8 @@ fn pm4_dispatch_direct_runs_machine_code_from_the_sh_registers() {
 /// lane an address names, `ds_permute_b32` writes to it, `ds_swizzle_b32` with a quad
 /// permutation and a 16-lane swap; 64-bit LDS atomics (add with and without return, min, max,
 /// xor) and `ds_add_f32`, per workgroup of 256 (four waves); bit counts, reversal and byte
-/// conversion (v_ffbh_u32, v_ffbl_b32, v_bfrev_b32, v_cvt_f32_ubyte2): checked against the CPU.
+/// conversion (v_ffbh_u32, v_ffbl_b32, v_bfrev_b32, v_cvt_f32_ubyte2); the integer VOP3 and
+/// 24-bit forms clang picks (intops): checked against the CPU.
 #[test]
 fn cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu() {
     const CODE2: u64 = BASE + 0x80000;
@@ -757,5 +758,82 @@ fn cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu() {
             ((x >> 16 & 0xff) as f32).to_bits(),
         ];
         assert_eq!(&got[5 * i..5 * i + 5], &want, "bits of {x:#x}");
+    }
+
+    // intops: the integer VOP3 / 24-bit forms, against the same expressions on the CPU.
+    let m = 256usize;
+    let xs: Vec<u32> = (0..m as u32).map(|k| k.wrapping_mul(0x9e37_79b9).rotate_left(k % 29) ^ (k << 20)).collect();
+    let ys: Vec<u32> =
+        (0..m as u32).map(|k| k.wrapping_mul(0x85eb_ca6b).rotate_right(k % 13) ^ 0x8000_0001u32.wrapping_mul(k & 3)).collect();
+    let (ya, oa) = (DATA + 0x1000, DATA + 0x2000);
+    f.m.gpu_write(f.g, DATA, &xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, ya, &ys.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("intops"), m as u32, 64), &args(&[DATA, ya, oa]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(oa, 16 * m);
+    for i in 0..m {
+        let (x, y) = (xs[i], ys[i]);
+        let (sx, sy) = (i64::from((x << 8) as i32 >> 8), i64::from((y << 8) as i32 >> 8));
+        let perm = |a: u32, b: u32, sel: u32| -> u32 {
+            let data = u64::from(a) << 32 | u64::from(b);
+            (0..4)
+                .map(|k| {
+                    let s = (sel >> (8 * k)) & 0xff;
+                    let byte = match s {
+                        0..=7 => (data >> (8 * s)) as u8 as u32,
+                        8 => {
+                            if data & 0x8000 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        9 => {
+                            if data & 0x8000_0000 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        10 => {
+                            if data & 0x8000_0000_0000 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        11 => {
+                            if data & 0x8000_0000_0000_0000 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        12 => 0,
+                        _ => 0xff,
+                    };
+                    byte << (8 * k)
+                })
+                .sum()
+        };
+        let want = [
+            (sx * sy) as u32,
+            ((sx * sy) >> 32) as u32,
+            ((i64::from(x as i32) * i64::from(y as i32)) >> 32) as u32,
+            ((x << 5) as i32 >> 20) as u32,
+            (y & x) | (!y & (x ^ 0x5a5a_5a5a)),
+            x.rotate_right(7),
+            ((u64::from(x) << 32 | u64::from(y)) >> (8 * (y & 3))) as u32,
+            x.min(y).min(x ^ y),
+            (x as i32).max(y as i32).max((x ^ y) as i32) as u32,
+            x.clamp(0x4000_0000, 0xC000_0000),
+            (y as i32).clamp(-1_000_000, 1_000_000) as u32,
+            perm(x, y, (i as u32).wrapping_mul(0x0d0c_0b07) ^ 0x0008_0903),
+            x.wrapping_add(y) << (y & 31),
+            (x & y) | (i as u32 * 3),
+            x.count_ones().wrapping_add(y),
+            (sx * sy + i as i64) as u32,
+        ];
+        assert_eq!(&got[16 * i..16 * i + 16], &want, "intops of {x:#x}, {y:#x} (item {i})");
     }
 }

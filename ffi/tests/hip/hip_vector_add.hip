@@ -4,8 +4,8 @@
  * hipMemcpy host -> device (pageable host memory: the runtime stages it), a vector-add kernel
  * launch, hipMemcpy device -> host, then hipMemset and a device -> device copy; then a block
  * reduction through LDS with atomics on a stream, fed from pinned memory by hipMemcpyAsync and
- * timed with events; then division, square roots and exp/log/sin/cos; every result checked
- * against the CPU.
+ * timed with events; then division, square roots and exp/log/sin/cos; then __shfl_down and
+ * __shfl_xor within waves; every result checked against the CPU.
  *
  * Usage: hip_vector_add <n>    prints "device <name> <gcnArchName> cus <n>", one "ok <step>" line
  * per step and "OK", exits 0; else "FAIL ..." and 1.
@@ -57,6 +57,19 @@ __global__ void math(const float *a, const float *b, const double *d, float *o, 
 	o[7 * i + 6] = cosf(x);
 	od[2 * i] = d[i] / (double)y;
 	od[2 * i + 1] = sqrt(fabs(d[i]));
+}
+
+/* Per wave of 64: the sum of i % 97 by __shfl_down (ds_bpermute), and each lane's value
+ * exchanged with lane ^ 5 by __shfl_xor. */
+__global__ void wave_sums(int *sums, int *swapped, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	int v = i < n ? i % 97 : 0;
+	swapped[i] = __shfl_xor(i, 5);
+	for (int off = 32; off > 0; off >>= 1)
+		v += __shfl_down(v, off);
+	if ((threadIdx.x & 63) == 0)
+		sums[i / 64] = v;
 }
 
 /* Distance in floats between two finite floats (or both NaN: 0). */
@@ -251,6 +264,40 @@ int main(int argc, char **argv)
 	CK(hipFree(dmo));
 	CK(hipFree(dmd));
 	CK(hipFree(dmod));
+
+	/* Cross-lane: __shfl_down and __shfl_xor within each wave of 64. */
+	int *dsums, *dswap, waves = grid * block / 64;
+	CK(hipMalloc((void **)&dsums, waves * sizeof(int)));
+	CK(hipMalloc((void **)&dswap, grid * block * sizeof(int)));
+	hipLaunchKernelGGL(wave_sums, dim3(grid), dim3(block), 0, 0, dsums, dswap, n);
+	CK(hipGetLastError());
+	int *hsums = (int *)malloc(waves * sizeof(int)), *hswap = (int *)malloc(grid * block * sizeof(int));
+	if (!hsums || !hswap) {
+		printf("FAIL malloc\n");
+		return 1;
+	}
+	CK(hipMemcpy(hsums, dsums, waves * sizeof(int), hipMemcpyDeviceToHost));
+	CK(hipMemcpy(hswap, dswap, grid * block * sizeof(int), hipMemcpyDeviceToHost));
+	for (int w = 0; w < waves; w++) {
+		int want_sum = 0;
+		for (int i = w * 64; i < w * 64 + 64 && i < n; i++)
+			want_sum += i % 97;
+		if (hsums[w] != want_sum) {
+			printf("FAIL __shfl_down: wave %d sums to %d, want %d\n", w, hsums[w], want_sum);
+			return 1;
+		}
+	}
+	for (int i = 0; i < grid * block; i++) {
+		if (hswap[i] != (i ^ 5)) {
+			printf("FAIL __shfl_xor: lane %d got %d, want %d\n", i, hswap[i], i ^ 5);
+			return 1;
+		}
+	}
+	printf("ok shuffles %d waves\n", waves);
+	CK(hipFree(dsums));
+	CK(hipFree(dswap));
+	free(hsums);
+	free(hswap);
 
 	CK(hipFree(da));
 	CK(hipFree(db));

@@ -1057,7 +1057,11 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                     2 => ((f(a) - f(b)).to_bits(), false),
                     3 => ((f(b) - f(a)).to_bits(), false),
                     5 => ((f(a) * f(b)).to_bits(), false),
+                    // 24-bit multiplies: the low 32 bits of the 48-bit product, or bits 32..48.
+                    6 => ((i24(a) * i24(b)) as u32, false),
+                    7 => (((i24(a) * i24(b)) >> 32) as u32, false),
                     8 => ((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff), false),
+                    9 => (((u64::from(a & 0xff_ffff) * u64::from(b & 0xff_ffff)) >> 32) as u32, false),
                     10 => (f(a).min(f(b)).to_bits(), false),
                     11 => (f(a).max(f(b)).to_bits(), false),
                     12 => ((a as i32).min(b as i32) as u32, false),
@@ -1156,6 +1160,22 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                         u64::from(if width == 0 { 0 } else { (a >> off) & (u32::MAX >> (32 - width)) })
                     }
                     0x1cb => u64::from(out32(f(a).mul_add(f(b), f(c)).to_bits())),
+                    0x1c9 => {
+                        let (off, width) = (b & 31, c & 31);
+                        u64::from(if width == 0 { 0 } else { (((a >> off) << (32 - width)) as i32 >> (32 - width)) as u32 })
+                    }
+                    0x1ca => u64::from((a & b) | (!a & c)),
+                    0x1d1 => u64::from((a as i32).min(b as i32).min(c as i32) as u32),
+                    0x1d2 => u64::from(a.min(b).min(c)),
+                    0x1d4 => u64::from((a as i32).max(b as i32).max(c as i32) as u32),
+                    0x1d5 => u64::from(a.max(b).max(c)),
+                    0x1d7 => u64::from(median([a as i32, b as i32, c as i32]) as u32),
+                    0x1d8 => u64::from(median([a, b, c])),
+                    0x1ed => u64::from(perm_bytes(a, b, c)),
+                    0x1fe => u64::from(a.wrapping_add(b) << (c & 31)),
+                    0x201 => u64::from((a & b) | c),
+                    0x287 => (i64::from(a as i32) * i64::from(b as i32)) as u64 >> 32,
+                    0x28b => u64::from(a.count_ones().wrapping_add(b)),
                     0x1e8 => {
                         let p = u128::from(a) * u128::from(b) + u128::from(pair(w, s2, lane));
                         cout |= u64::from(p >> 64 != 0) << lane;
@@ -1186,6 +1206,40 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
         }
     }
     Ok(())
+}
+
+/// A 24-bit signed operand (the low 24 bits, sign-extended).
+fn i24(x: u32) -> i64 {
+    i64::from(((x << 8) as i32) >> 8)
+}
+
+/// The middle one of three.
+fn median<T: Ord + Copy>(mut v: [T; 3]) -> T {
+    v.sort_unstable();
+    v[1]
+}
+
+/// `v_perm_b32`: byte `k` of the result is chosen by byte `k` of `sel` from the eight bytes
+/// `src0:src1` (src1 the low four): 0..=7 that byte, 8..=11 the sign of byte 1, 3, 5 or 7
+/// replicated, 12 zero, 13 and above 0xff.
+fn perm_bytes(src0: u32, src1: u32, sel: u32) -> u32 {
+    let data = u64::from(src0) << 32 | u64::from(src1);
+    (0..4).fold(0u32, |acc, k| {
+        let s = sel >> (8 * k) & 0xff;
+        let byte = match s {
+            0..=7 => (data >> (8 * s) & 0xff) as u32,
+            8..=11 => {
+                if data >> (16 * (s - 8) + 15) & 1 != 0 {
+                    0xff
+                } else {
+                    0
+                }
+            }
+            12 => 0,
+            _ => 0xff,
+        };
+        acc | byte << (8 * k)
+    })
 }
 
 /// VOPD: two VALU operations issued together. Both read their sources before either writes

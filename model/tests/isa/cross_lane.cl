@@ -71,3 +71,33 @@ __kernel void bits(__global const uint *in, __global uint *out) {
     out[5 * i + 3] = __builtin_bitreverse32(x);
     out[5 * i + 4] = as_uint((float)((x >> 16) & 0xff));
 }
+
+// Integer forms clang picks for these patterns (v_mul_i32_i24, v_mul_hi_i32_i24, v_mul_hi_i32,
+// v_bfe_i32, v_bfi_b32, v_alignbit_b32, v_alignbyte_b32, v_min3/max3/med3, v_perm_b32,
+// v_add_lshl_u32, v_and_or_b32, v_bcnt_u32_b32, v_mad_i32_i24), 16 results per work-item.
+static inline uint umin(uint a, uint b) { return a < b ? a : b; }
+static inline uint umax(uint a, uint b) { return a > b ? a : b; }
+static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int imax(int a, int b) { return a > b ? a : b; }
+
+__kernel void intops(__global const uint *a, __global const uint *b, __global uint *out) {
+    uint i = gid(), x = a[i], y = b[i];
+    int sx = (int)(x << 8) >> 8, sy = (int)(y << 8) >> 8;
+    __global uint *o = out + 16 * i;
+    o[0] = (uint)(sx * sy);
+    o[1] = (uint)(((long)sx * (long)sy) >> 32);
+    o[2] = (uint)(((long)(int)x * (long)(int)y) >> 32);
+    o[3] = (uint)((int)(x << 5) >> 20);
+    o[4] = (y & x) | (~y & (x ^ 0x5a5a5a5a));
+    o[5] = (x >> 7) | (x << 25);
+    o[6] = __builtin_amdgcn_alignbyte(x, y, y & 3);
+    o[7] = umin(umin(x, y), x ^ y);
+    o[8] = (uint)imax(imax((int)x, (int)y), (int)(x ^ y));
+    o[9] = umax(umin(x, 0xC0000000u), 0x40000000u);
+    o[10] = (uint)imax(imin((int)y, 1000000), -1000000);
+    o[11] = __builtin_amdgcn_perm(x, y, (i * 0x0d0c0b07u) ^ 0x00080903u);
+    o[12] = (x + y) << (y & 31);
+    o[13] = (x & y) | (i * 3u);
+    o[14] = __builtin_popcount(x) + y;
+    o[15] = (uint)(sx * sy + (int)i);
+}

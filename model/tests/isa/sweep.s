@@ -124,6 +124,26 @@ v_bfrev_b32_e32 v0, 1
 v_ffbh_u32_e32 v1, v2
 v_ffbl_b32_e32 v1, s3
 v_ffbh_i32_e32 v1, v2
+v_mul_i32_i24_e32 v1, v2, v3
+v_mul_hi_i32_i24_e32 v1, v2, v3
+v_mul_hi_u32_u24_e32 v1, v2, v3
+v_mul_i32_i24_e64 v1, s2, v3
+v_mad_i32_i24 v1, v2, v3, v4
+v_bfe_i32 v1, v2, 3, 4
+v_bfi_b32 v1, v2, v3, v4
+v_alignbit_b32 v1, v2, v3, 4
+v_alignbyte_b32 v1, v2, v3, 1
+v_min3_i32 v1, v2, v3, v4
+v_min3_u32 v1, v2, v3, v4
+v_max3_i32 v1, v2, v3, v4
+v_max3_u32 v1, v2, v3, v4
+v_med3_i32 v1, v2, v3, v4
+v_med3_u32 v1, v2, v3, v4
+v_perm_b32 v1, v2, v3, v4
+v_add_lshl_u32 v5, v6, v3, 2
+v_and_or_b32 v1, v2, v3, v4
+v_mul_hi_i32 v7, v2, s5
+v_bcnt_u32_b32 v1, v2, 0
 s_load_dword s0, s[4:5], 0x4
 s_load_dwordx2 s[4:5], s[6:7], 0x10
 s_load_dwordx4 s[0:3], s[6:7], 0x0
