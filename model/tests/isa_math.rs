@@ -682,11 +682,10 @@ fn half_to_f64(h: u16) -> f64 {
     }
 }
 
-/// f16 division on gfx90a (v_fma_mixlo_f16 and v_div_fixup_f16): correctly rounded, as the
-/// CPU's f64 quotient rounded to half, on special values and pseudo-random halves.
-#[test]
-fn f16_division_on_gfx90a_matches_the_cpu() {
-    let f = setup(Gpu::Gfx90a, false);
+/// f16 division (v_fma_mixlo_f16 and v_div_fixup_f16): correctly rounded, as the CPU's f64
+/// quotient rounded to half, on special values and pseudo-random halves.
+fn f16_division(gpu: Gpu) {
+    let f = setup(gpu, false);
     let specials: [u16; 14] = [0, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x83ff, 0x0400, 0x7bff, 0x4200, 0x3555, 0xc880];
     let mut inp = Vec::new();
     for &x in &specials {
@@ -713,7 +712,17 @@ fn f16_division_on_gfx90a_matches_the_cpu() {
             bad.push(format!("{x:#06x} / {y:#06x}: got {:#06x}, want {want:#06x}", o[i]));
         }
     }
-    assert!(bad.is_empty(), "{} of {n} f16 quotients differ:\n{}", bad.len(), bad.join("\n"));
+    assert!(bad.is_empty(), "{gpu:?}: {} of {n} f16 quotients differ:\n{}", bad.len(), bad.join("\n"));
+}
+
+#[test]
+fn f16_division_on_gfx90a_matches_the_cpu() {
+    f16_division(Gpu::Gfx90a);
+}
+
+#[test]
+fn f16_division_on_gfx1100_matches_the_cpu() {
+    f16_division(Gpu::Gfx1100);
 }
 
 #[test]

@@ -30,6 +30,8 @@ pub enum Form {
     Vop2,
     Vopc,
     Vop3,
+    /// VOP3P: the mixed-precision fmas only (v_fma_mix_f32, v_fma_mixlo/mixhi_f16).
+    Vop3p,
     Vopd,
     Ds,
     Flat,
@@ -920,6 +922,9 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
     if d >> 26 == 0b110010 {
         return vopd(d, second?);
     }
+    if d >> 24 == 0xcc {
+        return vop3p(d, second?);
+    }
     if d >> 26 == 0b110110 {
         let e = second?;
         // GDS: not modelled.
@@ -1017,6 +1022,28 @@ fn vop3(d: u32, e: u32) -> Option<Inst> {
         }
     }
     let mut i = new(Form::Vop3, op, name, s);
+    i.len = 8;
+    Some(i)
+}
+
+/// VOP3P (prefix 0xcc; gfx9's field layout): the v_fma_mix ops, run by gfx9's semantics.
+fn vop3p(d: u32, e: u32) -> Option<Inst> {
+    let op = (d >> 16) & 0x7f;
+    let name = match op {
+        0x20 => "v_fma_mix_f32",
+        0x21 => "v_fma_mixlo_f16",
+        0x22 => "v_fma_mixhi_f16",
+        _ => return None,
+    };
+    let mut s = sem(Enc::Vop3p, op as u16, [1, 1, 1, 1]);
+    s.dst = (d & 0xff) as u16;
+    s.src = [src9(e & 0x1ff), src9((e >> 9) & 0x1ff), src9((e >> 18) & 0x1ff)];
+    s.neg = ((e >> 29) & 7) as u8;
+    s.abs = ((d >> 8) & 7) as u8;
+    s.clamp = d & (1 << 15) != 0;
+    let (op_sel, op_sel_hi) = ((d >> 11) & 7, ((e >> 27) & 3) | ((d >> 14) & 1) << 2);
+    s.imm = (op_sel | op_sel_hi << 3) as i32;
+    let mut i = new(Form::Vop3p, op, name, s);
     i.len = 8;
     Some(i)
 }
@@ -1312,6 +1339,23 @@ impl fmt::Display for Inst {
                     3 => f.write_str(" div:2"),
                     _ => Ok(()),
                 }
+            }
+            Form::Vop3p => {
+                // neg_lo / neg_hi print as the sources' neg / abs; op_sel_hi defaults to 0.
+                let srcs: Vec<String> = (0..3).map(|k| src(s, k)).collect();
+                write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
+                let list = |bits: u32| (0..3).map(|k| (bits >> k & 1).to_string()).collect::<Vec<_>>().join(",");
+                let (op_sel, op_sel_hi) = (s.imm as u32 & 7, (s.imm as u32 >> 3) & 7);
+                if op_sel != 0 {
+                    write!(f, " op_sel:[{}]", list(op_sel))?;
+                }
+                if op_sel_hi != 0 {
+                    write!(f, " op_sel_hi:[{}]", list(op_sel_hi))?;
+                }
+                if s.clamp {
+                    f.write_str(" clamp")?;
+                }
+                Ok(())
             }
             Form::Vopd => {
                 dual(f, n, s)?;

@@ -64,15 +64,13 @@ __kernel void dmath(__global const double *a, __global const double *b, __global
   r[10] = __builtin_trunc(x);
   r[11] = __builtin_rint(x);
 }
-#ifdef __gfx90a__
-// f16 division (gfx90a: the f32 reciprocal, v_fma_mixlo_f16, then v_div_fixup_f16 for the
-// special cases). Not for gfx1100, whose VOP3P (v_fma_mix*) the model does not decode yet.
+// f16 division: the f32 reciprocal, v_fma_mixlo_f16, then v_div_fixup_f16 for the special
+// cases.
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 __kernel void hdiv(__global const half *a, __global const half *b, __global half *o, uint count) {
   uint i = gid();
   if (i < count) o[i] = a[i] / b[i];
 }
-#endif
 // Division, a product and a sum: compiled with -cl-denorms-are-zero, the division runs with
 // f32 denormals switched on around its Newton steps (s_setreg / s_denorm_mode) and the rest
 // flushes them.

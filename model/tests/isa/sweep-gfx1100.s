@@ -264,3 +264,7 @@ v_alignbit_b32 v1, v3, v1, 30
 v_alignbyte_b32 v1, v3, s1, 3
 v_mad_i32_i24 v3, v10, s2, 0.5
 v_mad_i32_i24 v12, -1, s2, v13
+v_fma_mixlo_f16 v3, v2, v3, 0 op_sel_hi:[1,0,0]
+v_fma_mix_f32 v0, v1, v2, v3
+v_fma_mix_f32 v0, -v1, |v2|, -|v3| op_sel:[1,0,1] op_sel_hi:[1,1,1]
+v_fma_mixhi_f16 v0, v1, s2, v3 op_sel_hi:[0,1,0] clamp
