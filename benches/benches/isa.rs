@@ -57,7 +57,7 @@ fn wave_instructions(obj: &CodeObject<'_>, image: &[u8], kernel: &str, iter: u64
     let mut seen = Vec::new();
     loop {
         let w: Vec<u32> = image[pc..pc + 8].chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-        let i = gfx9::decode(&w).unwrap_or_else(|| panic!("{kernel}: not decoded at {pc:#x}"));
+        let i = gfx9::decode(&w, gfx9::Target::Gfx90a).unwrap_or_else(|| panic!("{kernel}: not decoded at {pc:#x}"));
         seen.push(pc);
         if i.name == "s_endpgm" {
             break;
@@ -78,7 +78,7 @@ fn wave_instructions_after(image: &[u8], mut pc: usize) -> u64 {
     let mut n = 0;
     loop {
         let w: Vec<u32> = image[pc..pc + 8].chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-        let i = gfx9::decode(&w).unwrap();
+        let i = gfx9::decode(&w, gfx9::Target::Gfx90a).unwrap();
         n += 1;
         if i.name == "s_endpgm" {
             return n;

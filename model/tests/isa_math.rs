@@ -114,7 +114,7 @@ fn decoder_agrees_with_llvm_on_the_math_kernels() {
             for (text, words) in &listing {
                 seen.insert(text.split_whitespace().next().unwrap_or("").to_string());
                 let ours = match gpu {
-                    Gpu::Gfx90a => gfx9::decode(words).map(|i| (i.len, i.to_string())),
+                    Gpu::Gfx90a => gfx9::decode(words, gfx9::Target::Gfx90a).map(|i| (i.len, i.to_string())),
                     Gpu::Gfx1100 => gfx11::decode(words).map(|i| (i.len, i.to_string())),
                 };
                 match ours {

@@ -1,12 +1,23 @@
-//! The gfx9 (gfx90a) instruction decoder: the encodings of AMD's "AMD Instinct MI200"
-//! (CDNA2) ISA reference, in our own tables, for the instructions the model executes. An
-//! encoding or opcode outside the tables is not decoded ([`decode`] answers `None`): the wave
-//! stops with an illegal-instruction exception instead of guessing.
+//! The gfx9 instruction decoder for gfx90a and gfx942: the encodings of AMD's "AMD Instinct
+//! MI200" (CDNA2) and "MI300" (CDNA3) ISA references, in our own tables, for the instructions
+//! the model executes. The two share their encodings; gfx942 adds a few opcodes (`v_mov_b64`,
+//! `v_lshl_add_u64`), drops `v_mac_f32`, runs `scratch_*` with architected flat scratch (bit 13
+//! of a scratch instruction says whether it has a VGPR address) and names the cache-policy
+//! bits sc0/nt/sc1 where gfx90a says glc/slc/scc. An encoding or opcode outside the tables is
+//! not decoded ([`decode`] answers `None`): the wave stops with an illegal-instruction
+//! exception instead of guessing.
 //!
 //! [`Inst`]'s `Display` prints LLVM's assembler syntax, so tests compare it with
-//! `llvm-objdump --mcpu=gfx90a`.
+//! `llvm-objdump --mcpu=gfx90a` / `--mcpu=gfx942`.
 
 use std::fmt;
+
+/// The gfx9 targets the decoder knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Gfx90a,
+    Gfx942,
+}
 
 /// Instruction encodings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +32,7 @@ pub enum Enc {
     Vop1,
     Vopc,
     Vop3,
-    /// VOP3P: gfx90a's packed f32 arithmetic and 64-bit moves.
+    /// VOP3P: packed f32 arithmetic and 64-bit moves (gfx90a and gfx942).
     Vop3p,
     Flat,
     Ds,
@@ -243,6 +254,8 @@ const VOP1: &[Row] = &[
     (50, "v_fract_f64", [2, 2, 0, 0]),
     (51, "v_frexp_exp_i32_f32", [1, 1, 0, 0]),
     (52, "v_frexp_mant_f32", [1, 1, 0, 0]),
+    // gfx942 only (see `ONLY_ON`).
+    (56, "v_mov_b64", [2, 2, 0, 0]),
 ];
 
 /// VOPC: f32 compares at 0x40.., i32 at 0xc0.., u32 at 0xc8.. (the suffix order of each group).
@@ -361,10 +374,13 @@ const VOP3: &[Row] = &[
     (0x28f, "v_lshlrev_b64", [2, 1, 2, 0]),
     (0x290, "v_lshrrev_b64", [2, 1, 2, 0]),
     (0x291, "v_ashrrev_i64", [2, 1, 2, 0]),
+    // gfx942 only: D = (S0 << S1[2:0]) + S2, 64-bit.
+    (0x208, "v_lshl_add_u64", [2, 2, 1, 2]),
 ];
 
-/// VOP3P opcodes gfx90a adds (operands are 64-bit: two f32 halves or one b64): clang's float2
-/// arithmetic and 64-bit moves, the HIP runtime's blit kernels (`v_pk_mov_b32`).
+/// VOP3P opcodes gfx90a adds and gfx942 keeps (operands are 64-bit: two f32 halves or one
+/// b64): clang's float2 arithmetic and 64-bit moves, the HIP runtime's blit kernels
+/// (`v_pk_mov_b32`).
 const VOP3P: &[Row] = &[
     // Mixed precision: each source an f32, or the f16 half op_sel picks where op_sel_hi is
     // set (f16 division multiplies through v_fma_mixlo_f16).
@@ -377,22 +393,38 @@ const VOP3P: &[Row] = &[
     (0x33, "v_pk_mov_b32", [2, 2, 2, 0]),
 ];
 
-/// FLAT / GLOBAL memory opcodes: (opcode, suffix, dwords, is store).
-const FLAT: &[(u16, &str, u8, bool)] = &[
-    (16, "load_ubyte", 1, false),
-    (17, "load_sbyte", 1, false),
-    (18, "load_ushort", 1, false),
-    (19, "load_sshort", 1, false),
-    (24, "store_byte", 1, true),
-    (26, "store_short", 1, true),
-    (20, "load_dword", 1, false),
-    (21, "load_dwordx2", 2, false),
-    (22, "load_dwordx3", 3, false),
-    (23, "load_dwordx4", 4, false),
-    (28, "store_dword", 1, true),
-    (29, "store_dwordx2", 2, true),
-    (30, "store_dwordx3", 3, true),
-    (31, "store_dwordx4", 4, true),
+/// Opcodes one target has and the other does not: (encoding, opcode, target). gfx942 dropped
+/// v_mac_f32 and v_mad_f32, and added v_mov_b64 and v_lshl_add_u64.
+const ONLY_ON: &[(Enc, u16, Target)] = &[
+    (Enc::Vop2, 22, Target::Gfx90a),
+    (Enc::Vop3, 0x100 + 22, Target::Gfx90a),
+    (Enc::Vop3, 0x1c1, Target::Gfx90a),
+    (Enc::Vop1, 56, Target::Gfx942),
+    (Enc::Vop3, 0x140 + 56, Target::Gfx942),
+    (Enc::Vop3, 0x208, Target::Gfx942),
+];
+
+/// Does `target` have the opcode?
+fn on(target: Target, enc: Enc, op: u16) -> bool {
+    ONLY_ON.iter().all(|&(e, o, t)| e != enc || o != op || t == target)
+}
+
+/// FLAT / SCRATCH / GLOBAL memory opcodes: (opcode, name by segment, dwords, is store).
+const FLAT: &[(u16, [&str; 3], u8, bool)] = &[
+    (16, ["flat_load_ubyte", "scratch_load_ubyte", "global_load_ubyte"], 1, false),
+    (17, ["flat_load_sbyte", "scratch_load_sbyte", "global_load_sbyte"], 1, false),
+    (18, ["flat_load_ushort", "scratch_load_ushort", "global_load_ushort"], 1, false),
+    (19, ["flat_load_sshort", "scratch_load_sshort", "global_load_sshort"], 1, false),
+    (24, ["flat_store_byte", "scratch_store_byte", "global_store_byte"], 1, true),
+    (26, ["flat_store_short", "scratch_store_short", "global_store_short"], 1, true),
+    (20, ["flat_load_dword", "scratch_load_dword", "global_load_dword"], 1, false),
+    (21, ["flat_load_dwordx2", "scratch_load_dwordx2", "global_load_dwordx2"], 2, false),
+    (22, ["flat_load_dwordx3", "scratch_load_dwordx3", "global_load_dwordx3"], 3, false),
+    (23, ["flat_load_dwordx4", "scratch_load_dwordx4", "global_load_dwordx4"], 4, false),
+    (28, ["flat_store_dword", "scratch_store_dword", "global_store_dword"], 1, true),
+    (29, ["flat_store_dwordx2", "scratch_store_dwordx2", "global_store_dwordx2"], 2, true),
+    (30, ["flat_store_dwordx3", "scratch_store_dwordx3", "global_store_dwordx3"], 3, true),
+    (31, ["flat_store_dwordx4", "scratch_store_dwordx4", "global_store_dwordx4"], 4, true),
 ];
 
 /// DS (LDS) opcodes: widths are [returned dwords, address, data0 dwords, data1 dwords].
@@ -564,12 +596,15 @@ pub struct Inst {
     pub neg: u8,
     pub clamp: bool,
     pub omod: u8,
-    /// FLAT: segment (0 flat, 2 global), SGPR base, data VGPR, glc/slc.
+    /// FLAT: segment (0 flat, 1 scratch, 2 global), SGPR base, data VGPR.
     pub seg: u8,
     pub saddr: u16,
     pub data: u16,
+    /// Cache policy (FLAT, MUBUF; SMEM has glc only): glc/sc0, slc/nt, scc/sc1 as gfx90a /
+    /// gfx942 name them.
     pub glc: bool,
     pub slc: bool,
+    pub sc1: bool,
     /// FLAT: dwords moved and whether it stores.
     pub dwords: u8,
     pub store: bool,
@@ -578,8 +613,11 @@ pub struct Inst {
     /// DS: the second data VGPR (`data` is the first; `imm` holds offset0 | offset1 << 8).
     pub data1: u16,
     /// MUBUF: the VGPR address holds an offset / an index (both: index, then offset).
+    /// SCRATCH: `offen` is SVE, the instruction has a VGPR address (else `off`).
     pub offen: bool,
     pub idxen: bool,
+    /// The target it was decoded for (the printer names cache bits after it).
+    pub target: Target,
 }
 
 fn find(t: &[Row], op: u32) -> Option<&Row> {
@@ -608,12 +646,14 @@ pub fn blank(enc: Enc, row: &(u16, &'static str, [u8; 4])) -> Inst {
         data: 0,
         glc: false,
         slc: false,
+        sc1: false,
         dwords: 0,
         store: false,
         atomic: false,
         data1: 0,
         offen: false,
         idxen: false,
+        target: Target::Gfx90a,
     }
 }
 
@@ -667,9 +707,15 @@ pub fn carry_in(op: u16) -> bool {
     op == 0 || (28..=30).contains(&op)
 }
 
-/// Decode the instruction at the start of `w` (one or two dwords; a literal needs the second).
-/// `None`: not an instruction the model knows, or `w` too short for it.
-pub fn decode(w: &[u32]) -> Option<Inst> {
+/// Decode the instruction at the start of `w` (one or two dwords; a literal needs the second)
+/// for `target`. `None`: not an instruction the model knows on that target, or `w` too short.
+pub fn decode(w: &[u32], target: Target) -> Option<Inst> {
+    let mut i = decode_bits(w, target)?;
+    i.target = target;
+    on(target, i.enc, i.op).then_some(i)
+}
+
+fn decode_bits(w: &[u32], target: Target) -> Option<Inst> {
     let d = *w.first()?;
     let second = w.get(1).copied();
     let with_literal = |mut i: Inst| -> Option<Inst> {
@@ -823,37 +869,43 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
     if d >> 26 == 0b110111 {
         let e = second?;
         let seg = ((d >> 14) & 3) as u8;
-        if seg != 0 && seg != 2 {
-            return None; // scratch: not yet
+        // Scratch: gfx942's architected flat scratch only (gfx90a's needs FLAT_SCRATCH set up
+        // by the kernel, not modelled).
+        if seg == 3 || seg == 1 && target != Target::Gfx942 {
+            return None;
         }
         let fop = (d >> 18) & 0x7f;
-        let (op, name, dwords, store, atomic) = if let Some(a) = FLAT_ATOMICS.iter().find(|f| u32::from(f.0) == fop) {
-            (a.0, if seg == 0 { a.1 } else { a.2 }, a.3, false, true)
-        } else {
-            let &(op, suffix, dwords, store) = FLAT.iter().find(|f| u32::from(f.0) == fop)?;
-            let name = match (seg, FLAT_NAMES.iter().find(|n| n.1 == suffix)) {
-                (0, Some(n)) => n.0,
-                (_, Some(n)) => n.2,
-                _ => return None,
-            };
-            (op, name, dwords, store, false)
+        let (op, name, dwords, store, atomic) = match FLAT_ATOMICS.iter().find(|f| u32::from(f.0) == fop) {
+            Some(_) if seg == 1 => return None,
+            Some(a) => (a.0, if seg == 0 { a.1 } else { a.2 }, a.3, false, true),
+            None => {
+                let &(op, names, dwords, store) = FLAT.iter().find(|f| u32::from(f.0) == fop)?;
+                (op, names[usize::from(seg)], dwords, store, false)
+            }
         };
         let mut i = blank(Enc::Flat, &(op, name, [0; 4]));
         i.atomic = atomic;
         i.len = 8;
         i.seg = seg;
-        // gfx90a: 12-bit unsigned offset for FLAT, 13-bit signed for GLOBAL.
+        // 12-bit unsigned offset for FLAT, 13-bit signed for SCRATCH and GLOBAL.
         i.imm = if seg == 0 { (d & 0xfff) as i32 } else { ((d & 0x1fff) << 19) as i32 >> 19 };
         i.glc = d & (1 << 16) != 0;
         i.slc = d & (1 << 17) != 0;
+        i.sc1 = d & (1 << 25) != 0;
         i.src[0] = 256 + (e & 0xff) as u16;
         i.data = ((e >> 8) & 0xff) as u16;
         i.saddr = ((e >> 16) & 0x7f) as u16;
         i.dst = ((e >> 24) & 0xff) as u16;
         i.dwords = dwords;
         i.store = store;
-        // ACC (AGPR data) and LDS forms: not yet.
-        if e & (1 << 23) != 0 || d & (1 << 13) != 0 {
+        // Bit 13: SVE for gfx942's scratch (kept in `offen`, as gfx11's decoder does); else the
+        // LDS form (not modelled). ACC (AGPR data): not modelled.
+        if seg == 1 {
+            i.offen = d & (1 << 13) != 0;
+        } else if d & (1 << 13) != 0 {
+            return None;
+        }
+        if e & (1 << 23) != 0 {
             return None;
         }
         return Some(i);
@@ -871,6 +923,7 @@ pub fn decode(w: &[u32]) -> Option<Inst> {
         i.offen = d & (1 << 12) != 0;
         i.idxen = d & (1 << 13) != 0;
         i.glc = d & (1 << 14) != 0;
+        i.sc1 = d & (1 << 15) != 0;
         i.slc = d & (1 << 17) != 0;
         i.src[0] = 256 + (e & 0xff) as u16;
         i.data = ((e >> 8) & 0xff) as u16;
@@ -958,24 +1011,6 @@ pub fn ds_two(op: u16) -> bool {
     matches!(op, 14 | 15 | 55 | 56 | 78 | 79 | 119 | 120)
 }
 
-/// (flat name, suffix, global name)
-const FLAT_NAMES: &[(&str, &str, &str)] = &[
-    ("flat_load_ubyte", "load_ubyte", "global_load_ubyte"),
-    ("flat_load_sbyte", "load_sbyte", "global_load_sbyte"),
-    ("flat_load_ushort", "load_ushort", "global_load_ushort"),
-    ("flat_load_sshort", "load_sshort", "global_load_sshort"),
-    ("flat_store_byte", "store_byte", "global_store_byte"),
-    ("flat_store_short", "store_short", "global_store_short"),
-    ("flat_load_dword", "load_dword", "global_load_dword"),
-    ("flat_load_dwordx2", "load_dwordx2", "global_load_dwordx2"),
-    ("flat_load_dwordx3", "load_dwordx3", "global_load_dwordx3"),
-    ("flat_load_dwordx4", "load_dwordx4", "global_load_dwordx4"),
-    ("flat_store_dword", "store_dword", "global_store_dword"),
-    ("flat_store_dwordx2", "store_dwordx2", "global_store_dwordx2"),
-    ("flat_store_dwordx3", "store_dwordx3", "global_store_dwordx3"),
-    ("flat_store_dwordx4", "store_dwordx4", "global_store_dwordx4"),
-];
-
 /// An operand as LLVM prints it; `n` dwords wide.
 struct Opnd(u16, u8, u32);
 
@@ -1055,6 +1090,46 @@ impl fmt::Display for Imm32 {
 }
 
 impl Inst {
+    /// The cache-policy bits as the target names them (LLVM's order: bit 16, 17, 25 of FLAT).
+    fn cache_policy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = match self.target {
+            Target::Gfx90a => ["glc", "slc", "scc"],
+            Target::Gfx942 => ["sc0", "nt", "sc1"],
+        };
+        for (on, name) in [self.glc, self.slc, self.sc1].into_iter().zip(names) {
+            if on {
+                write!(f, " {name}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A FLAT instruction's VGPR address: 64 bits for FLAT and for GLOBAL without an SGPR base,
+    /// else a 32-bit offset; `off` for a scratch instruction without one.
+    fn vaddr(&self) -> String {
+        match self.seg {
+            1 if !self.offen => "off".to_string(),
+            1 => Opnd(self.src[0], 1, 0).to_string(),
+            0 => Opnd(self.src[0], 2, 0).to_string(),
+            _ => Opnd(self.src[0], if self.saddr == SADDR_OFF { 2 } else { 1 }, 0).to_string(),
+        }
+    }
+
+    /// FLAT's SGPR base (SCRATCH and GLOBAL), offset and cache policy.
+    fn flat_tail(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.seg != 0 {
+            if self.saddr == SADDR_OFF {
+                f.write_str(", off")?;
+            } else {
+                write!(f, ", {}", Opnd(self.saddr, if self.seg == 1 { 1 } else { 2 }, 0))?;
+            }
+        }
+        if self.imm != 0 {
+            write!(f, " offset:{}", self.imm)?;
+        }
+        self.cache_policy(f)
+    }
+
     fn s(&self, k: usize) -> Opnd {
         Opnd(self.src[k], self.sig[k + 1], self.lit)
     }
@@ -1260,68 +1335,26 @@ impl fmt::Display for Inst {
                 if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }
-                if self.glc {
-                    f.write_str(" glc")?;
-                }
-                if self.slc {
-                    f.write_str(" slc")?;
-                }
-                Ok(())
+                self.cache_policy(f)
             }
             Enc::Flat if self.atomic => {
                 let n64 = self.dwords;
                 let data = Opnd(256 + self.data, if self.op == 65 || self.op == 97 { 2 * n64 } else { n64 }, 0);
-                let wide = self.seg == 0 || self.saddr == SADDR_OFF;
-                let addr = Opnd(self.src[0], if wide { 2 } else { 1 }, 0);
                 if self.glc {
-                    write!(f, "{n} {}, {addr}, {data}", Opnd(256 + self.dst, n64, 0))?;
+                    write!(f, "{n} {}, {}, {data}", Opnd(256 + self.dst, n64, 0), self.vaddr())?;
                 } else {
-                    write!(f, "{n} {addr}, {data}")?;
+                    write!(f, "{n} {}, {data}", self.vaddr())?;
                 }
-                if self.seg != 0 {
-                    if self.saddr == SADDR_OFF {
-                        f.write_str(", off")?;
-                    } else {
-                        write!(f, ", {}", Opnd(self.saddr, 2, 0))?;
-                    }
-                }
-                if self.imm != 0 {
-                    write!(f, " offset:{}", self.imm)?;
-                }
-                if self.glc {
-                    f.write_str(" glc")?;
-                }
-                if self.slc {
-                    f.write_str(" slc")?;
-                }
-                Ok(())
+                self.flat_tail(f)
             }
             Enc::Flat => {
                 let data = Opnd(256 + if self.store { self.data } else { self.dst }, self.dwords, 0);
-                let wide = self.seg == 0 || self.saddr == SADDR_OFF;
-                let addr = Opnd(self.src[0], if wide { 2 } else { 1 }, 0);
                 if self.store {
-                    write!(f, "{n} {addr}, {data}")?;
+                    write!(f, "{n} {}, {data}", self.vaddr())?;
                 } else {
-                    write!(f, "{n} {data}, {addr}")?;
+                    write!(f, "{n} {data}, {}", self.vaddr())?;
                 }
-                if self.seg != 0 {
-                    if self.saddr == SADDR_OFF {
-                        f.write_str(", off")?;
-                    } else {
-                        write!(f, ", {}", Opnd(self.saddr, 2, 0))?;
-                    }
-                }
-                if self.imm != 0 {
-                    write!(f, " offset:{}", self.imm)?;
-                }
-                if self.glc {
-                    f.write_str(" glc")?;
-                }
-                if self.slc {
-                    f.write_str(" slc")?;
-                }
-                Ok(())
+                self.flat_tail(f)
             }
         }
     }

@@ -1,4 +1,7 @@
-//! Wave launch and execution (gfx90a; wave64 or wave32 lanes). A dispatch runs its workgroups one after
+//! Wave launch and execution, one interpreter for gfx90a, gfx942 and gfx1100 (wave64 or wave32
+//! lanes): the ISA decides the decoder and how a wave finds its scratch (gfx90a: the private
+//! segment V# in user SGPRs; gfx942, gfx1100: `scratch_*` into the model's private region). A
+//! dispatch runs its workgroups one after
 //! another; a workgroup's waves are interleaved (each runs until `s_barrier`, its end or a
 //! slice of [`SLICE`] instructions), so barriers and the workgroup's LDS work across waves.
 //! Every global memory access goes through the GPU page table (`Exec::read` / `Exec::write`),
@@ -8,7 +11,7 @@
 use super::descriptor::{props, KernelDescriptor};
 use super::fp;
 use super::gfx11::{self, NULL};
-use super::gfx9::{self, carry_in, carry_out, Enc, Inst, EXEC, GETREG, LITERAL, SADDR_OFF, SETREG, SETREG_IMM32, VCC};
+use super::gfx9::{self, carry_in, carry_out, Enc, Inst, Target, EXEC, GETREG, LITERAL, SADDR_OFF, SETREG, SETREG_IMM32, VCC};
 use crate::engine::{bad_ec, Exec, Halt};
 use hsakmt_core::abi::kfd::{
     EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, EC_QUEUE_WAVE_ABORT, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_TRAP,
@@ -37,8 +40,8 @@ const AMDQ_READ_DISPATCH_ID: u64 = 128;
 /// The machine code a GPU runs: which decoder reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Isa {
-    /// gfx90a (wave64).
-    Gfx9,
+    /// gfx90a or gfx942 (wave64).
+    Gfx9(Target),
     /// gfx11 (gfx1100): wave32 or wave64 as the kernel descriptor asks.
     Gfx11,
 }
@@ -47,7 +50,8 @@ impl Isa {
     /// The machine code a GPU of this `gfx_version` runs on the model, if the model runs it.
     pub(crate) fn of(gfx_version: (u32, u32, u32)) -> Option<Isa> {
         match gfx_version {
-            (9, 0, 10) => Some(Isa::Gfx9),
+            (9, 0, 10) => Some(Isa::Gfx9(Target::Gfx90a)),
+            (9, 4, 2) => Some(Isa::Gfx9(Target::Gfx942)),
             (11, 0, 0) => Some(Isa::Gfx11),
             _ => None,
         }
@@ -180,8 +184,13 @@ impl InFlight {
     pub(crate) fn new(d: &KernelDescriptor, l: &Launch) -> Result<InFlight, Halt> {
         let at = l.index;
         let refuse = |what| Err(bad_ec(at, what, EC_QUEUE_PACKET_DISPATCH_CODE_INVALID));
-        if d.properties & props::WAVEFRONT_SIZE32 != 0 && l.isa == Isa::Gfx9 {
+        if d.properties & props::WAVEFRONT_SIZE32 != 0 && matches!(l.isa, Isa::Gfx9(_)) {
             return refuse("wave32 kernel on a wave64 GPU");
+        }
+        // Architected flat scratch (gfx942): the hardware sets FLAT_SCRATCH; a private segment
+        // buffer or flat scratch init SGPR "is not supported and must be 0" (AMDGPUUsage).
+        if l.isa == Isa::Gfx9(Target::Gfx942) && d.properties & (props::PRIVATE_SEGMENT_BUFFER | props::FLAT_SCRATCH_INIT) != 0 {
+            return refuse("private segment buffer or flat scratch init SGPRs with architected flat scratch");
         }
         if d.kernarg_preload != 0 {
             return refuse("kernarg preloading is not modelled");
@@ -195,7 +204,8 @@ impl InFlight {
         let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
         let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
         let vgprs = match l.isa {
-            Isa::Gfx9 => d.vgprs_gfx90a(),
+            // gfx90a, gfx942: the unified VGPR/AGPR file, granules of 8.
+            Isa::Gfx9(_) => d.vgprs_gfx90a(),
             // gfx10+: granules of 8 VGPRs in wave32, 4 in wave64 (AMDGPUUsage, compute_pgm_rsrc1).
             Isa::Gfx11 => ((d.rsrc1 & 0x3f) as usize + 1) * if lanes == 32 { 8 } else { 4 },
         };
@@ -365,8 +375,8 @@ fn workgroup(x: &Exec<'_>, waves: &mut [Wave], lds: &mut Local<'_>, cache: &mut 
 }
 
 /// The state a wave starts with: user SGPRs in the descriptor's order, then the system SGPRs,
-/// EXEC for the work-items that exist, work-item ids in VGPRs (gfx90a packs x, y and z into
-/// v0 as bits 0..10, 10..20, 20..30).
+/// EXEC for the work-items that exist, work-item ids in VGPRs (gfx90a and gfx942 pack x, y and
+/// z into v0 as bits 0..10, 10..20, 20..30).
 #[allow(clippy::too_many_arguments)]
 fn launch(
     x: &Exec<'_>,
@@ -442,7 +452,9 @@ fn launch(
         w.s[n] = (waves & 0x3f) << 6 | u32::from(wave_no == 0) << 31;
         n += 1;
     }
-    if d.private_segment_enabled() {
+    // With architected flat scratch (gfx942) LLVM asks for no wave offset SGPR: the hardware's
+    // FLAT_SCRATCH points at the wave's slot.
+    if d.private_segment_enabled() && l.isa != Isa::Gfx9(Target::Gfx942) {
         w.s[n] = scratch_offset;
     }
     let items = size[0] * size[1] * size[2];
@@ -474,13 +486,13 @@ struct Op {
 /// is 1 to 3 dwords: a second for the long encodings, a literal).
 fn decode(x: &Exec<'_>, isa: Isa, pc: u64) -> Result<Op, Stop> {
     let mut words = [0u32; 3];
-    let most = if isa == Isa::Gfx9 { 2 } else { 3 };
+    let most = if matches!(isa, Isa::Gfx9(_)) { 2 } else { 3 };
     for n in 1..=most {
         let mut b = [0u8; 4];
         x.read(pc.wrapping_add(4 * (n as u64 - 1)), &mut b)?;
         words[n - 1] = u32::from_le_bytes(b);
         let op = match isa {
-            Isa::Gfx9 => gfx9::decode(&words[..n]).map(|i| Op { i, y: None, nop: false }),
+            Isa::Gfx9(target) => gfx9::decode(&words[..n], target).map(|i| Op { i, y: None, nop: false }),
             Isa::Gfx11 => match gfx11::decode(&words[..n]) {
                 Some(g) => Some(match g.run {
                     gfx11::Run::Exec => Op { i: g.operation(), y: g.y, nop: false },
@@ -1254,7 +1266,9 @@ fn dual(w: &mut Wave, x: &Inst, y: &Inst) -> Result<(), Stop> {
     Ok(())
 }
 
-/// gfx11 `scratch_*` (flat scratch): a lane's private address is its VGPR (when SVE) plus
+/// `scratch_*` (gfx942's architected flat scratch, gfx11's flat scratch; on gfx942
+/// FLAT_SCRATCH is the hardware's, no program sets it up): a lane's private address is its
+/// VGPR (when SVE) plus
 /// the SGPR plus the offset, into the wave's slot of the workgroup's scratch region, dwords
 /// interleaved across lanes (the hardware's swizzle; invisible to the program). The region is
 /// the model's, outside the GPU page table; bytes past the per-work-item size read 0 and
@@ -1876,9 +1890,9 @@ fn wide(class: u8, op: u16) -> bool {
     matches!(
         (class, op),
         (0, 0x12 | 0x60..=0x6f | 0xe0..=0xef)
-            | (1, 3 | 4 | 15 | 16 | 21..=26 | 37 | 38 | 40 | 48..=50)
+            | (1, 3 | 4 | 15 | 16 | 21..=26 | 37 | 38 | 40 | 48..=50 | 56)
             | (2, 4)
-            | (3, 0x1cc | 0x1df | 0x1e1 | 0x1e3 | 0x280..=0x284 | 0x291)
+            | (3, 0x1cc | 0x1df | 0x1e1 | 0x1e3 | 0x208 | 0x280..=0x284 | 0x291)
     )
 }
 
@@ -2138,6 +2152,8 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
                 r.to_bits()
             }
             (3, 0x1e3) => fp::div_fmas64(d(a), d(b), d(c), vcc >> lane & 1 != 0).to_bits(),
+            // gfx942's v_mov_b64.
+            (1, 56) => a,
             (2, 4) => d(a).mul_add(d(b), d(acc)).to_bits(),
             (3, 0x1cc) => d(a).mul_add(d(b), d(c)).to_bits(),
             (3, 0x280) => (d(a) + d(b)).to_bits(),
@@ -2146,6 +2162,8 @@ fn vector64(w: &mut Wave, i: &Inst, class: u8, op: u16) -> Result<(), Stop> {
             (3, 0x283) => d(a).max(d(b)).to_bits(),
             (3, 0x284) => ldexp(d(a), b as u32 as i32).to_bits(),
             (3, 0x291) => ((b as i64) >> (a & 63)) as u64,
+            // gfx942's v_lshl_add_u64: the shift is S1[2:0] (the ISA guide supports 0..=4).
+            (3, 0x208) => (a << (b & 7)).wrapping_add(c),
             _ => return Err(Stop::Illegal("unsupported 64-bit VALU op")),
         };
         w.v[dst][lane] = r as u32;

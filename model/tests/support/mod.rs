@@ -2,6 +2,8 @@
 //! BOs, process memory mappings, and SVM / XNACK requests as upstream's thunk issues them.
 #![allow(dead_code)]
 
+pub mod isa;
+
 use hsakmt_core::abi::ioc;
 use hsakmt_core::abi::kfd::*;
 use hsakmt_model::Model;
