@@ -157,6 +157,8 @@ fn decoder_agrees_with_llvm_on_the_math_kernels() {
         "s_denorm_mode",
         "v_fma_mixlo_f16",
         "v_div_fixup_f16",
+        "v_rcp_iflag_f32_e32",
+        "v_madmk_f32",
     ] {
         assert!(seen.contains(want), "clang-19 no longer emits {want} for math.cl");
     }
@@ -723,6 +725,58 @@ fn f16_division_on_gfx90a_matches_the_cpu() {
 #[test]
 fn f16_division_on_gfx1100_matches_the_cpu() {
     f16_division(Gpu::Gfx1100);
+}
+
+/// Integer division and remainder, 32 and 64 bit, signed and unsigned (through the f32
+/// reciprocal: v_cvt_f32_u32, v_rcp_iflag_f32, v_madmk_f32/v_fmamk_f32, v_cvt_u32_f32, then an
+/// exact correction): every quotient and remainder exact. Divisors are never 0, and
+/// MIN / -1 is left out (both undefined in OpenCL C).
+fn integer_division(gpu: Gpu) {
+    let f = setup(gpu, false);
+    let mut r = Rng(0xd1d1_5eed_0000_0001);
+    let edges32 = [1u32, 2, 3, 7, 0xffff_ffff, 0x8000_0000, 0x7fff_ffff, 0xffff, 0x1_0001, 1000];
+    let edges64 = [1u64, 3, 0xffff_ffff, 0x1_0000_0000, u64::MAX, 1 << 63, (1 << 63) - 1, 0xffff_ffff_ffff, 10];
+    let mut inp = Vec::new();
+    for k in 0..1200usize {
+        let pick32 =
+            |v: u64, sel: u64| if sel.is_multiple_of(4) { edges32[(v % edges32.len() as u64) as usize] } else { (v >> (sel % 24)) as u32 };
+        let pick64 = |v: u64, sel: u64| if sel.is_multiple_of(4) { edges64[(v % edges64.len() as u64) as usize] } else { v >> (sel % 60) };
+        let (v1, v2, v3, v4, sel) = (r.next(), r.next(), r.next(), r.next(), r.next());
+        let (x, mut y) = (pick32(v1, sel), pick32(v2, sel >> 8).max(1));
+        if x as i32 == i32::MIN && y as i32 == -1 {
+            y = 1;
+        }
+        let (xx, mut yy) = (pick64(v3, sel >> 16), pick64(v4, sel >> 24).max(1));
+        if xx as i64 == i64::MIN && yy as i64 == -1 {
+            yy = 3;
+        }
+        inp.push((if k == 0 { 0 } else { x }, y, xx, yy));
+    }
+    let n = inp.len();
+    let (a, b, la, lb, o, lo) = (DATA, DATA + 0x10000, DATA + 0x20000, DATA + 0x30000, DATA + 0x40000, DATA + 0x60000);
+    f.put(a, inp.iter().flat_map(|v| v.0.to_le_bytes()).collect());
+    f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
+    f.put(la, inp.iter().flat_map(|v| v.2.to_le_bytes()).collect());
+    f.put(lb, inp.iter().flat_map(|v| v.3.to_le_bytes()).collect());
+    f.dispatch("idiv", n as u32, &[a, b, la, lb, o, lo, n as u64]);
+    let ow: Vec<u32> = f.read(o, 16 * n).chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    let lw: Vec<u64> = f.read(lo, 32 * n).chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    for (i, &(x, y, xx, yy)) in inp.iter().enumerate() {
+        let want = [x / y, x % y, ((x as i32) / (y as i32)) as u32, ((x as i32) % (y as i32)) as u32];
+        assert_eq!(&ow[4 * i..4 * i + 4], &want, "{gpu:?}: {x:#x} / {y:#x}");
+        let want = [xx / yy, xx % yy, ((xx as i64) / (yy as i64)) as u64, ((xx as i64) % (yy as i64)) as u64];
+        assert_eq!(&lw[4 * i..4 * i + 4], &want, "{gpu:?}: {xx:#x} / {yy:#x}");
+    }
+}
+
+#[test]
+fn integer_division_on_gfx90a_matches_the_cpu() {
+    integer_division(Gpu::Gfx90a);
+}
+
+#[test]
+fn integer_division_on_gfx1100_matches_the_cpu() {
+    integer_division(Gpu::Gfx1100);
 }
 
 #[test]

@@ -64,6 +64,24 @@ __kernel void dmath(__global const double *a, __global const double *b, __global
   r[10] = __builtin_trunc(x);
   r[11] = __builtin_rint(x);
 }
+// Integer division and remainder: clang divides through the f32 reciprocal
+// (v_cvt_f32_u32, v_rcp_iflag_f32, v_cvt_u32_f32) with an exact integer correction.
+__kernel void idiv(__global const uint *a, __global const uint *b, __global const ulong *la, __global const ulong *lb,
+                   __global uint *o, __global ulong *lo, uint count) {
+  uint i = gid();
+  if (i >= count) return;
+  uint x = a[i], y = b[i];
+  int sx = (int)x, sy = (int)y;
+  o[4 * i] = x / y;
+  o[4 * i + 1] = x % y;
+  o[4 * i + 2] = (uint)(sx / sy);
+  o[4 * i + 3] = (uint)(sx % sy);
+  ulong X = la[i], Y = lb[i];
+  lo[4 * i] = X / Y;
+  lo[4 * i + 1] = X % Y;
+  lo[4 * i + 2] = (ulong)((long)X / (long)Y);
+  lo[4 * i + 3] = (ulong)((long)X % (long)Y);
+}
 // f16 division: the f32 reciprocal, v_fma_mixlo_f16, then v_div_fixup_f16 for the special
 // cases.
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
