@@ -15,3 +15,7 @@ global_load_dword v1, v[0:1], off glc slc scc
 buffer_load_dword v1, v0, s[0:3], 0 offen glc slc scc
 flat_load_dword v1, v[0:1] scc
 v_mad_f32 v1, v2, -v3, 1.0
+// v_madmk/v_madak (gfx90a's integer division scales through them; not on gfx940+).
+v_madmk_f32 v0, v1, 0x4f800000, v0
+v_madak_f32 v0, v1, v2, 0x3f000000
+v_madmk_f32 v0, v1, 0xcf800000, v3

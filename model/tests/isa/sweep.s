@@ -427,6 +427,3 @@ v_alignbyte_b32 v1, v3, s1, 3
 v_mad_i32_i24 v3, v10, s2, 0.5
 v_mad_i32_i24 v12, -1, s2, v13
 v_cndmask_b32_e64 v5, -v5, |v7|, vcc
-v_madmk_f32 v0, v1, 0x4f800000, v0
-v_madak_f32 v0, v1, v2, 0x3f000000
-v_madmk_f32 v0, v1, 0xcf800000, v3
