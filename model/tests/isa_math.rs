@@ -1,9 +1,9 @@
 //! Division, square roots, exp/log/sin/cos, fract, frexp/ldexp and classification on the model
-//! GPU (issue 14, model/ISA.md): tests/isa/math.cl compiled by clang-19 for gfx90a (mi210) and
-//! gfx1100 (rx7900xtx), run on special values (zeros, infinities, NaNs, subnormals, quotients
+//! GPU (issue 14, model/ISA.md): tests/isa/math.cl compiled by clang-19 for gfx90a (mi210),
+//! gfx942 (mi300x) and gfx1100 (rx7900xtx), run on special values (zeros, infinities, NaNs, subnormals, quotients
 //! that need v_div_scale's scaling) and pseudo-random ones, checked against the CPU with
 //! OpenCL's tolerances (exact where OpenCL asks for correct rounding); the decoder checked
-//! against llvm-objdump on every instruction of both builds. Needs the Debian packages
+//! against llvm-objdump on every instruction of every build. Needs the Debian packages
 //! clang-19, lld-19 and llvm-19 (.ci/packages).
 
 mod support;
@@ -29,6 +29,7 @@ const DATA: u64 = BASE + 0x100000;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Gpu {
     Gfx90a,
+    Gfx942,
     Gfx1100,
 }
 
@@ -36,12 +37,14 @@ impl Gpu {
     fn mcpu(self) -> &'static str {
         match self {
             Gpu::Gfx90a => "gfx90a",
+            Gpu::Gfx942 => "gfx942",
             Gpu::Gfx1100 => "gfx1100",
         }
     }
     fn system(self) -> &'static str {
         match self {
             Gpu::Gfx90a => "mi210",
+            Gpu::Gfx942 => "mi300x",
             Gpu::Gfx1100 => "rx7900xtx",
         }
     }
@@ -107,7 +110,7 @@ fn objdump(gpu: Gpu, file: &PathBuf) -> Vec<(String, Vec<u32>)> {
 fn decoder_agrees_with_llvm_on_the_math_kernels() {
     let mut bad = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for gpu in [Gpu::Gfx90a, Gpu::Gfx1100] {
+    for gpu in [Gpu::Gfx90a, Gpu::Gfx942, Gpu::Gfx1100] {
         for ftz in [false, true] {
             let listing = objdump(gpu, &code_object(gpu, ftz).1);
             assert!(listing.len() > 100);
@@ -115,6 +118,7 @@ fn decoder_agrees_with_llvm_on_the_math_kernels() {
                 seen.insert(text.split_whitespace().next().unwrap_or("").to_string());
                 let ours = match gpu {
                     Gpu::Gfx90a => gfx9::decode(words, gfx9::Target::Gfx90a).map(|i| (i.len, i.to_string())),
+                    Gpu::Gfx942 => gfx9::decode(words, gfx9::Target::Gfx942).map(|i| (i.len, i.to_string())),
                     Gpu::Gfx1100 => gfx11::decode(words).map(|i| (i.len, i.to_string())),
                 };
                 match ours {
@@ -807,4 +811,29 @@ fn f64_math_on_gfx1100_matches_the_cpu() {
 #[test]
 fn f32_denormal_modes_on_gfx1100_flush_as_the_hardware_does() {
     denormal_modes(Gpu::Gfx1100);
+}
+
+#[test]
+fn f32_math_on_gfx942_matches_the_cpu() {
+    f32_math(Gpu::Gfx942);
+}
+
+#[test]
+fn f64_math_on_gfx942_matches_the_cpu() {
+    f64_math(Gpu::Gfx942);
+}
+
+#[test]
+fn f32_denormal_modes_on_gfx942_flush_as_the_hardware_does() {
+    denormal_modes(Gpu::Gfx942);
+}
+
+#[test]
+fn f16_division_on_gfx942_matches_the_cpu() {
+    f16_division(Gpu::Gfx942);
+}
+
+#[test]
+fn integer_division_on_gfx942_matches_the_cpu() {
+    integer_division(Gpu::Gfx942);
 }

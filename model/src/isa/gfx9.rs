@@ -813,10 +813,16 @@ fn decode_bits(w: &[u32], target: Target) -> Option<Inst> {
     }
     if d >> 31 == 0 && matches!((d >> 25) & 0x3f, 23 | 24) {
         // v_madmk_f32 (src0 * K + vsrc1) / v_madak_f32 (src0 * vsrc1 + K), K the literal: run
-        // as v_mad_f32 (clang's integer division scales by 2^32 through v_madmk).
+        // as v_mad_f32 (clang's integer division scales by 2^32 through v_madmk). gfx942 has
+        // the fused v_fmamk_f32 / v_fmaak_f32 there instead, run as v_fma_f32.
         let mk = (d >> 25) & 0x3f == 23;
-        let name = if mk { "v_madmk_f32" } else { "v_madak_f32" };
-        let mut i = blank(Enc::Vop3, &(0x1c1, name, [1, 1, 1, 1]));
+        let (name, op) = match (target, mk) {
+            (Target::Gfx942, true) => ("v_fmamk_f32", 0x1cb),
+            (Target::Gfx942, false) => ("v_fmaak_f32", 0x1cb),
+            (_, true) => ("v_madmk_f32", 0x1c1),
+            (_, false) => ("v_madak_f32", 0x1c1),
+        };
+        let mut i = blank(Enc::Vop3, &(op, name, [1, 1, 1, 1]));
         i.dst = ((d >> 17) & 0xff) as u16;
         let vsrc1 = 256 + ((d >> 9) & 0xff) as u16;
         i.src = if mk { [(d & 0x1ff) as u16, LITERAL, vsrc1] } else { [(d & 0x1ff) as u16, vsrc1, LITERAL] };

@@ -39,3 +39,5 @@ v_mov_b64_e32 v[0:1], 1.0
 v_mov_b64_e64 v[0:1], v[2:3]
 v_lshl_add_u64 v[0:1], s[4:5], 0, v[0:1]
 v_lshl_add_u64 v[0:1], v[2:3], 3, v[4:5]
+v_fmamk_f32 v0, v1, 0x4f800000, v0
+v_fmaak_f32 v0, v1, v2, 0x3f000000
