@@ -3,105 +3,25 @@
 //! gfx942 (mi300x) and gfx1100 (rx7900xtx), run on special values (zeros, infinities, NaNs, subnormals, quotients
 //! that need v_div_scale's scaling) and pseudo-random ones, checked against the CPU with
 //! OpenCL's tolerances (exact where OpenCL asks for correct rounding); the decoder checked
-//! against llvm-objdump on every instruction of every build. Needs the Debian packages
+//! against llvm-objdump on every instruction of every build. The harness is tests/support/isa.rs. Needs the Debian packages
 //! clang-19, lld-19 and llvm-19 (.ci/packages).
 
 mod support;
 
-use hsakmt_core::abi::kfd::*;
-use hsakmt_core::packet::aql::{self, Body, KernelDispatch};
-use hsakmt_model::engine::{EngineKind, RingDesc, RingProgress, RunEnd};
-use hsakmt_model::isa::{elf::CodeObject, gfx11, gfx9};
-use hsakmt_model::{Model, ModelConfig};
-use std::os::fd::OwnedFd;
-use std::path::PathBuf;
-use std::process::Command;
-use support::*;
-
-const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT as u32;
-const RW: u32 = (KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) as u32;
-const BASE: u64 = 0x7000_0000_0000;
-const RING: u64 = BASE;
-const KARG: u64 = BASE + 0x1000;
-const CODE: u64 = BASE + 0x10000;
-const DATA: u64 = BASE + 0x100000;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Gpu {
-    Gfx90a,
-    Gfx942,
-    Gfx1100,
-}
-
-impl Gpu {
-    fn mcpu(self) -> &'static str {
-        match self {
-            Gpu::Gfx90a => "gfx90a",
-            Gpu::Gfx942 => "gfx942",
-            Gpu::Gfx1100 => "gfx1100",
-        }
-    }
-    fn system(self) -> &'static str {
-        match self {
-            Gpu::Gfx90a => "mi210",
-            Gpu::Gfx942 => "mi300x",
-            Gpu::Gfx1100 => "rx7900xtx",
-        }
-    }
-}
-
-/// `tool` from `package`, or a loud failure naming the package.
-fn tool(name: &str, package: &str) -> String {
-    match Command::new(name).arg("--version").output() {
-        Ok(o) if o.status.success() => name.to_string(),
-        _ => panic!("{name} is missing: install the Debian package {package} (listed in .ci/packages)"),
-    }
-}
-
-fn run(cmd: &mut Command) {
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("isa-math-{tag}-{n}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use hsakmt_core::packet::aql::KernelDispatch;
+use hsakmt_model::engine::RunEnd;
+use support::isa::{args, code_object_of, decoded, objdump, setup_of, Fx, Gpu, DATA, GFX1100, GFX90A, GFX942};
 
 /// math.cl compiled and linked for `gpu` (f32 denormals flushed if `ftz`).
-fn code_object(gpu: Gpu, ftz: bool) -> (Vec<u8>, PathBuf) {
-    let (clang, lld) = (tool("clang-19", "clang-19"), tool("ld.lld-19", "lld-19"));
-    let d = scratch(gpu.mcpu());
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/isa/math.cl");
-    let (o, co) = (d.join("m.o"), d.join("m.co"));
-    let mcpu = format!("-mcpu={}", gpu.mcpu());
-    run(Command::new(clang)
-        .args(["-target", "amdgcn-amd-amdhsa", &mcpu, "-nogpulib", "-O2", "-cl-fp32-correctly-rounded-divide-sqrt", "-c"])
-        .args(if ftz { &["-cl-denorms-are-zero"][..] } else { &[][..] })
-        .arg(&src)
-        .arg("-o")
-        .arg(&o));
-    run(Command::new(lld).arg("-shared").arg(&o).arg("-o").arg(&co));
-    (std::fs::read(&co).unwrap(), co)
+fn code_object(gpu: &Gpu, ftz: bool) -> (Vec<u8>, std::path::PathBuf) {
+    code_object_of(gpu, "math.cl", &math_flags(ftz))
 }
 
-/// llvm-objdump's instructions of `file`: (its text, the encoding's dwords).
-fn objdump(gpu: Gpu, file: &PathBuf) -> Vec<(String, Vec<u32>)> {
-    let mcpu = format!("--mcpu={}", gpu.mcpu());
-    let out = Command::new(tool("llvm-objdump-19", "llvm-19")).args(["-d", &mcpu]).arg(file).output().unwrap();
-    assert!(out.status.success());
-    let mut v = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((text, comment)) = line.split_once("//") else { continue };
-        let Some((_, enc)) = comment.split_once(':') else { continue };
-        let words: Vec<u32> = enc.split_whitespace().take_while(|t| t.len() == 8).map(|t| u32::from_str_radix(t, 16).unwrap()).collect();
-        if !words.is_empty() {
-            v.push((text.split_whitespace().collect::<Vec<_>>().join(" "), words));
-        }
+/// clang's flags for math.cl: correctly rounded f32 division and sqrt, denormals flushed if `ftz`.
+fn math_flags(ftz: bool) -> Vec<&'static str> {
+    let mut v = vec!["-cl-fp32-correctly-rounded-divide-sqrt"];
+    if ftz {
+        v.push("-cl-denorms-are-zero");
     }
     v
 }
@@ -110,23 +30,20 @@ fn objdump(gpu: Gpu, file: &PathBuf) -> Vec<(String, Vec<u32>)> {
 fn decoder_agrees_with_llvm_on_the_math_kernels() {
     let mut bad = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for gpu in [Gpu::Gfx90a, Gpu::Gfx942, Gpu::Gfx1100] {
+    for gpu in [&GFX90A, &GFX942, &GFX1100] {
+        let mcpu = gpu.mcpu;
         for ftz in [false, true] {
             let listing = objdump(gpu, &code_object(gpu, ftz).1);
             assert!(listing.len() > 100);
             for (text, words) in &listing {
                 seen.insert(text.split_whitespace().next().unwrap_or("").to_string());
-                let ours = match gpu {
-                    Gpu::Gfx90a => gfx9::decode(words, gfx9::Target::Gfx90a).map(|i| (i.len, i.to_string())),
-                    Gpu::Gfx942 => gfx9::decode(words, gfx9::Target::Gfx942).map(|i| (i.len, i.to_string())),
-                    Gpu::Gfx1100 => gfx11::decode(words).map(|i| (i.len, i.to_string())),
-                };
+                let ours = decoded(gpu, words);
                 match ours {
-                    None => bad.push(format!("{gpu:?}: not decoded: {text} {words:08x?}")),
+                    None => bad.push(format!("{mcpu}: not decoded: {text} {words:08x?}")),
                     Some((len, t)) => {
                         let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
                         if usize::from(len) != 4 * words.len() || t != *text {
-                            bad.push(format!("{gpu:?} {words:08x?}: ours {t:?} ({len} bytes), llvm {text:?}"));
+                            bad.push(format!("{mcpu} {words:08x?}: ours {t:?} ({len} bytes), llvm {text:?}"));
                         }
                     }
                 }
@@ -168,52 +85,22 @@ fn decoder_agrees_with_llvm_on_the_math_kernels() {
     }
 }
 
-struct Fx {
-    m: Model,
-    g: u32,
-    co: Vec<u8>,
-    _renders: Vec<OwnedFd>,
+/// The fixture with math.cl compiled for `gpu`.
+fn setup(gpu: &Gpu, ftz: bool) -> Fx {
+    setup_of(gpu, "math.cl", &math_flags(ftz))
 }
 
-fn setup(gpu: Gpu, ftz: bool) -> Fx {
-    let m = Model::new(ModelConfig::catalogue(gpu.system())).unwrap();
-    let (_, renders) = acquire(&m, 1);
-    let g = m.gpus()[0].gpu_id;
-    alloc_map(&m, g, BASE, 64 << 20, GTT | RW);
-    let (co, _) = code_object(gpu, ftz);
-    let f = Fx { m, g, co, _renders: renders };
-    let obj = CodeObject::parse(&f.co).unwrap();
-    f.m.gpu_write(f.g, CODE, &obj.image()).unwrap();
-    f
+/// The math kernels' calls: a dispatch of `kernel` over `n` work-items (workgroups of 64) run
+/// to its end without an error, memory in and out.
+trait Math {
+    fn run_kernel(&self, kernel: &str, n: u32, args: &[u64]);
+    fn put(&self, va: u64, bytes: Vec<u8>);
+    fn read(&self, va: u64, n: usize) -> Vec<u8>;
 }
 
-impl Fx {
-    fn kd(&self, kernel: &str) -> u64 {
-        CODE + CodeObject::parse(&self.co).unwrap().symbol(&format!("{kernel}.kd")).unwrap()
-    }
-    /// One dispatch of `kernel` over `n` work-items (workgroups of 64) on a fresh AQL queue,
-    /// run to its end; it must end without an error.
-    fn dispatch(&self, kernel: &str, n: u32, args: &[u64]) {
-        let bytes: Vec<u8> = args.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.m.gpu_write(self.g, KARG, &bytes).unwrap();
-        let k = KernelDispatch { kernarg_address: KARG, ..KernelDispatch::new(self.kd(kernel), n, 64) };
-        self.m.gpu_write(self.g, RING, &aql::Repr::new(Body::KernelDispatch(k)).to_bytes()).unwrap();
-        let ring = RingDesc {
-            gpu_id: self.g,
-            queue_id: 1,
-            kind: EngineKind::Aql,
-            ring_va: RING,
-            ring_bytes: 4096,
-            rptr_va: 0,
-            wptr_va: 0,
-            ctx_va: 0,
-            doorbell: 0,
-        };
-        let mut p = RingProgress::default();
-        let mut end = RunEnd::Budget;
-        while end == RunEnd::Budget {
-            end = self.m.engine_run(&ring, &mut p, 1, 16);
-        }
+impl Math for Fx {
+    fn run_kernel(&self, kernel: &str, n: u32, a: &[u64]) {
+        let (end, p) = self.dispatch(KernelDispatch::new(self.kd(kernel), n, 64), &args(a));
         assert_eq!((end, &p.error), (RunEnd::Idle, &None), "{kernel}");
     }
     fn put(&self, va: u64, bytes: Vec<u8>) {
@@ -407,7 +294,8 @@ fn f32_inputs() -> Vec<(f32, f32, i32)> {
     v
 }
 
-fn f32_math(gpu: Gpu) {
+fn f32_math(gpu: &Gpu) {
+    let mcpu = gpu.mcpu;
     let f = setup(gpu, false);
     let inp = f32_inputs();
     let n = inp.len();
@@ -415,7 +303,7 @@ fn f32_math(gpu: Gpu) {
     f.put(a, inp.iter().flat_map(|v| v.0.to_le_bytes()).collect());
     f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
     f.put(nv, inp.iter().flat_map(|v| v.2.to_le_bytes()).collect());
-    f.dispatch("fmath", n as u32, &[a, b, nv, out, n as u64]);
+    f.run_kernel("fmath", n as u32, &[a, b, nv, out, n as u64]);
     let o: Vec<u32> = f.read(out, 4 * 24 * n).chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     let mut bad = Vec::new();
     for (i, &(x, y, k)) in inp.iter().enumerate() {
@@ -477,7 +365,7 @@ fn f32_math(gpu: Gpu) {
             check(what, same32(g(j), want), format!("{:e}", g(j)), format!("{want:e}"));
         }
     }
-    assert!(bad.is_empty(), "{gpu:?}: {} of {} f32 results differ:\n{}", bad.len(), 24 * n, bad.join("\n"));
+    assert!(bad.is_empty(), "{mcpu}: {} of {} f32 results differ:\n{}", bad.len(), 24 * n, bad.join("\n"));
 }
 
 fn f64_inputs() -> Vec<(f64, f64, i32)> {
@@ -555,7 +443,8 @@ fn ldexp_ref(x: f64, n: i32) -> f64 {
     x * 2f64.powi(n)
 }
 
-fn f64_math(gpu: Gpu) {
+fn f64_math(gpu: &Gpu) {
+    let mcpu = gpu.mcpu;
     let f = setup(gpu, false);
     let inp = f64_inputs();
     let n = inp.len();
@@ -563,7 +452,7 @@ fn f64_math(gpu: Gpu) {
     f.put(a, inp.iter().flat_map(|v| v.0.to_le_bytes()).collect());
     f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
     f.put(nv, inp.iter().flat_map(|v| v.2.to_le_bytes()).collect());
-    f.dispatch("dmath", n as u32, &[a, b, nv, out, n as u64]);
+    f.run_kernel("dmath", n as u32, &[a, b, nv, out, n as u64]);
     let o: Vec<u64> = f.read(out, 8 * 12 * n).chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
     let mut bad = Vec::new();
     for (i, &(x, y, k)) in inp.iter().enumerate() {
@@ -602,7 +491,7 @@ fn f64_math(gpu: Gpu) {
         check("trunc", same64(g(10), x.trunc()), format!("{:e}", g(10)), format!("{:e}", x.trunc()));
         check("rint", same64(g(11), x.round_ties_even()), format!("{:e}", g(11)), format!("{:e}", x.round_ties_even()));
     }
-    assert!(bad.is_empty(), "{gpu:?}: {} of {} f64 results differ:\n{}", bad.len(), 12 * n, bad.join("\n"));
+    assert!(bad.is_empty(), "{mcpu}: {} of {} f64 results differ:\n{}", bad.len(), 12 * n, bad.join("\n"));
 }
 
 /// The `ftz` kernel (x / y, x * y, x + y) built with f32 denormals kept and built with
@@ -610,7 +499,8 @@ fn f64_math(gpu: Gpu) {
 /// inputs read as zero, subnormal results written as zero, signs kept), and the division,
 /// which runs its Newton steps with denormals switched on, stays correctly rounded for
 /// normal quotients.
-fn denormal_modes(gpu: Gpu) {
+fn denormal_modes(gpu: &Gpu) {
+    let mcpu = gpu.mcpu;
     let tiny = f32::MIN_POSITIVE;
     let inp: Vec<(f32, f32)> = vec![
         (1.0, 3.0),
@@ -634,17 +524,17 @@ fn denormal_modes(gpu: Gpu) {
         let f = setup(gpu, ftz);
         f.put(a, inp.iter().flat_map(|v| v.0.to_le_bytes()).collect());
         f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
-        f.dispatch("ftz", n as u32, &[a, b, out, n as u64]);
+        f.run_kernel("ftz", n as u32, &[a, b, out, n as u64]);
         let o: Vec<f32> = f.read(out, 12 * n).chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         for (i, &(x, y)) in inp.iter().enumerate() {
             let (mul, add) = if ftz { (flush(flush(x) * flush(y)), flush(flush(x) + flush(y))) } else { (x * y, x + y) };
-            assert!(same32(o[3 * i + 1], mul), "{gpu:?} ftz {ftz}: {x:e} * {y:e} = {:e}, want {mul:e}", o[3 * i + 1]);
-            assert!(same32(o[3 * i + 2], add), "{gpu:?} ftz {ftz}: {x:e} + {y:e} = {:e}, want {add:e}", o[3 * i + 2]);
+            assert!(same32(o[3 * i + 1], mul), "{mcpu} ftz {ftz}: {x:e} * {y:e} = {:e}, want {mul:e}", o[3 * i + 1]);
+            assert!(same32(o[3 * i + 2], add), "{mcpu} ftz {ftz}: {x:e} + {y:e} = {:e}, want {add:e}", o[3 * i + 2]);
             // Division: exact without flushing; with it, normal operands give the correctly
             // rounded quotient, flushed if subnormal (subnormal operands: either way).
             if !ftz || (x.is_normal() && y.is_normal()) {
                 let q = if ftz { flush(x / y) } else { x / y };
-                assert!(same32(o[3 * i], q), "{gpu:?} ftz {ftz}: {x:e} / {y:e} = {:e}, want {q:e}", o[3 * i]);
+                assert!(same32(o[3 * i], q), "{mcpu} ftz {ftz}: {x:e} / {y:e} = {:e}, want {q:e}", o[3 * i]);
             }
         }
         // The products and sums with subnormal results really differ between the builds.
@@ -690,7 +580,8 @@ fn half_to_f64(h: u16) -> f64 {
 
 /// f16 division (v_fma_mixlo_f16 and v_div_fixup_f16): correctly rounded, as the CPU's f64
 /// quotient rounded to half, on special values and pseudo-random halves.
-fn f16_division(gpu: Gpu) {
+fn f16_division(gpu: &Gpu) {
+    let mcpu = gpu.mcpu;
     let f = setup(gpu, false);
     let specials: [u16; 14] = [0, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x83ff, 0x0400, 0x7bff, 0x4200, 0x3555, 0xc880];
     let mut inp = Vec::new();
@@ -708,7 +599,7 @@ fn f16_division(gpu: Gpu) {
     let (a, b, out) = (DATA, DATA + 0x10000, DATA + 0x20000);
     f.put(a, inp.iter().flat_map(|v| v.0.to_le_bytes()).collect());
     f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
-    f.dispatch("hdiv", n as u32, &[a, b, out, n as u64]);
+    f.run_kernel("hdiv", n as u32, &[a, b, out, n as u64]);
     let o: Vec<u16> = f.read(out, 2 * n).chunks(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect();
     let mut bad = Vec::new();
     for (i, &(x, y)) in inp.iter().enumerate() {
@@ -718,24 +609,25 @@ fn f16_division(gpu: Gpu) {
             bad.push(format!("{x:#06x} / {y:#06x}: got {:#06x}, want {want:#06x}", o[i]));
         }
     }
-    assert!(bad.is_empty(), "{gpu:?}: {} of {n} f16 quotients differ:\n{}", bad.len(), bad.join("\n"));
+    assert!(bad.is_empty(), "{mcpu}: {} of {n} f16 quotients differ:\n{}", bad.len(), bad.join("\n"));
 }
 
 #[test]
 fn f16_division_on_gfx90a_matches_the_cpu() {
-    f16_division(Gpu::Gfx90a);
+    f16_division(&GFX90A);
 }
 
 #[test]
 fn f16_division_on_gfx1100_matches_the_cpu() {
-    f16_division(Gpu::Gfx1100);
+    f16_division(&GFX1100);
 }
 
 /// Integer division and remainder, 32 and 64 bit, signed and unsigned (through the f32
 /// reciprocal: v_cvt_f32_u32, v_rcp_iflag_f32, v_madmk_f32/v_fmamk_f32, v_cvt_u32_f32, then an
 /// exact correction): every quotient and remainder exact. Divisors are never 0, and
 /// MIN / -1 is left out (both undefined in OpenCL C).
-fn integer_division(gpu: Gpu) {
+fn integer_division(gpu: &Gpu) {
+    let mcpu = gpu.mcpu;
     let f = setup(gpu, false);
     let mut r = Rng(0xd1d1_5eed_0000_0001);
     let edges32 = [1u32, 2, 3, 7, 0xffff_ffff, 0x8000_0000, 0x7fff_ffff, 0xffff, 0x1_0001, 1000];
@@ -762,78 +654,78 @@ fn integer_division(gpu: Gpu) {
     f.put(b, inp.iter().flat_map(|v| v.1.to_le_bytes()).collect());
     f.put(la, inp.iter().flat_map(|v| v.2.to_le_bytes()).collect());
     f.put(lb, inp.iter().flat_map(|v| v.3.to_le_bytes()).collect());
-    f.dispatch("idiv", n as u32, &[a, b, la, lb, o, lo, n as u64]);
+    f.run_kernel("idiv", n as u32, &[a, b, la, lb, o, lo, n as u64]);
     let ow: Vec<u32> = f.read(o, 16 * n).chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     let lw: Vec<u64> = f.read(lo, 32 * n).chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
     for (i, &(x, y, xx, yy)) in inp.iter().enumerate() {
         let want = [x / y, x % y, ((x as i32) / (y as i32)) as u32, ((x as i32) % (y as i32)) as u32];
-        assert_eq!(&ow[4 * i..4 * i + 4], &want, "{gpu:?}: {x:#x} / {y:#x}");
+        assert_eq!(&ow[4 * i..4 * i + 4], &want, "{mcpu}: {x:#x} / {y:#x}");
         let want = [xx / yy, xx % yy, ((xx as i64) / (yy as i64)) as u64, ((xx as i64) % (yy as i64)) as u64];
-        assert_eq!(&lw[4 * i..4 * i + 4], &want, "{gpu:?}: {xx:#x} / {yy:#x}");
+        assert_eq!(&lw[4 * i..4 * i + 4], &want, "{mcpu}: {xx:#x} / {yy:#x}");
     }
 }
 
 #[test]
 fn integer_division_on_gfx90a_matches_the_cpu() {
-    integer_division(Gpu::Gfx90a);
+    integer_division(&GFX90A);
 }
 
 #[test]
 fn integer_division_on_gfx1100_matches_the_cpu() {
-    integer_division(Gpu::Gfx1100);
+    integer_division(&GFX1100);
 }
 
 #[test]
 fn f32_math_on_gfx90a_matches_the_cpu() {
-    f32_math(Gpu::Gfx90a);
+    f32_math(&GFX90A);
 }
 
 #[test]
 fn f64_math_on_gfx90a_matches_the_cpu() {
-    f64_math(Gpu::Gfx90a);
+    f64_math(&GFX90A);
 }
 
 #[test]
 fn f32_denormal_modes_on_gfx90a_flush_as_the_hardware_does() {
-    denormal_modes(Gpu::Gfx90a);
+    denormal_modes(&GFX90A);
 }
 
 #[test]
 fn f32_math_on_gfx1100_matches_the_cpu() {
-    f32_math(Gpu::Gfx1100);
+    f32_math(&GFX1100);
 }
 
 #[test]
 fn f64_math_on_gfx1100_matches_the_cpu() {
-    f64_math(Gpu::Gfx1100);
+    f64_math(&GFX1100);
 }
 
 #[test]
 fn f32_denormal_modes_on_gfx1100_flush_as_the_hardware_does() {
-    denormal_modes(Gpu::Gfx1100);
-}
-
-#[test]
-fn f32_math_on_gfx942_matches_the_cpu() {
-    f32_math(Gpu::Gfx942);
-}
-
-#[test]
-fn f64_math_on_gfx942_matches_the_cpu() {
-    f64_math(Gpu::Gfx942);
-}
-
-#[test]
-fn f32_denormal_modes_on_gfx942_flush_as_the_hardware_does() {
-    denormal_modes(Gpu::Gfx942);
+    denormal_modes(&GFX1100);
 }
 
 #[test]
 fn f16_division_on_gfx942_matches_the_cpu() {
-    f16_division(Gpu::Gfx942);
+    f16_division(&GFX942);
+}
+
+#[test]
+fn f32_math_on_gfx942_matches_the_cpu() {
+    f32_math(&GFX942);
+}
+
+#[test]
+fn f64_math_on_gfx942_matches_the_cpu() {
+    f64_math(&GFX942);
+}
+
+#[test]
+fn f32_denormal_modes_on_gfx942_flush_as_the_hardware_does() {
+    denormal_modes(&GFX942);
 }
 
 #[test]
 fn integer_division_on_gfx942_matches_the_cpu() {
-    integer_division(Gpu::Gfx942);
+    integer_division(&GFX942);
 }

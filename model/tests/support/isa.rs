@@ -169,18 +169,22 @@ pub fn objdump(gpu: &Gpu, file: &PathBuf) -> Vec<(String, Vec<u32>)> {
     v
 }
 
+/// Our decoder's reading of `words` for the GPU: its length in bytes and text.
+pub fn decoded(gpu: &Gpu, words: &[u32]) -> Option<(u8, String)> {
+    match gpu.isa {
+        Isa::Gfx9(target) => gfx9::decode(words, target).map(|i| (i.len, i.to_string())),
+        Isa::Gfx11 => gfx11::decode(words).map(|i| (i.len, i.to_string())),
+    }
+}
+
 /// Our decoder's text of every instruction of `listing` equals LLVM's, and its length.
 fn check_decoder(gpu: &Gpu, listing: &[(String, Vec<u32>)]) {
     assert!(listing.len() > 20);
     let mut bad = Vec::new();
     for (text, words) in listing {
-        let ours = match gpu.isa {
-            Isa::Gfx9(target) => gfx9::decode(words, target).map(|i| (i.to_string(), i.len)),
-            Isa::Gfx11 => gfx11::decode(words).map(|i| (i.to_string(), i.len)),
-        };
-        match ours {
+        match decoded(gpu, words) {
             None => bad.push(format!("not decoded: {text} {words:08x?}")),
-            Some((ours, len)) => {
+            Some((len, ours)) => {
                 let ours = ours.split_whitespace().collect::<Vec<_>>().join(" ");
                 if usize::from(len) != 4 * words.len() || ours != *text {
                     bad.push(format!("{words:08x?}: ours {ours:?} ({len} bytes), llvm {text:?}"));
@@ -238,7 +242,12 @@ pub fn setup(gpu: &Gpu) -> Fx {
 
 /// The fixture with kernels.cl compiled with clang's `extra` flags.
 pub fn setup_with(gpu: &Gpu, extra: &[&str]) -> Fx {
-    fixture(gpu, code_object(gpu, extra).0)
+    setup_of(gpu, "kernels.cl", extra)
+}
+
+/// The fixture with tests/isa/`file` compiled with clang's `extra` flags.
+pub fn setup_of(gpu: &Gpu, file: &str, extra: &[&str]) -> Fx {
+    fixture(gpu, code_object_of(gpu, file, extra).0)
 }
 
 /// The fixture with hand-written kernels (tests/isa/`file`), assembled by llvm-mc.
