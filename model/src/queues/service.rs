@@ -9,8 +9,9 @@ pub(super) struct Pass {
     pub(super) runs: usize,
     /// Runs that moved a queue (its read position, an error, or a used-up budget).
     pub(super) progressed: usize,
-    /// Runs that ended with work left (a used-up budget, a preempted dispatch).
-    pub(super) unfinished: usize,
+    /// Runs that ended with a machine-code dispatch preempted (it ends within its own
+    /// instruction budget, so running on terminates).
+    pub(super) preempted: usize,
 }
 
 impl Model {
@@ -100,8 +101,8 @@ impl Model {
                 if progress != before || end == RunEnd::Budget {
                     pass.progressed += 1;
                 }
-                if end == RunEnd::Budget {
-                    pass.unfinished += 1;
+                if end == RunEnd::Budget && progress.dispatch.is_some() {
+                    pass.preempted += 1;
                 }
                 q.blocked = end == RunEnd::Blocked;
                 q.progress = progress;
@@ -131,8 +132,10 @@ impl Model {
 
     /// Tell the watcher a queue's doorbell was written (hsaKmtQueueRingDoorbell). A model
     /// without a watcher thread (built with [`Model::new`]) services its queues now, on the
-    /// caller's thread, until none has work left that it could do (a preempted dispatch
-    /// included).
+    /// caller's thread: one pass, and more while a machine-code dispatch was preempted (it ends
+    /// within its instruction budget). Other unfinished work (a ring whose packets outlast a
+    /// run's budget) waits for the next doorbell, as before: a PM4 ring whose write pointer
+    /// runs far ahead would otherwise keep the caller forever.
     pub fn ring_doorbell(&self, queue_id: u32) -> Result<(), i32> {
         {
             let t = self.table();
@@ -141,7 +144,7 @@ impl Model {
             }
         }
         if self.shared.strong_count() == 0 {
-            while self.service_pass().unfinished > 0 {}
+            while self.service_pass().preempted > 0 {}
         } else {
             self.start_watcher();
             self.kick_watcher();
