@@ -618,6 +618,203 @@ pub struct Inst {
     pub idxen: bool,
     /// The target it was decoded for (the printer names cache bits after it).
     pub target: Target,
+    /// VOP1/VOP2/VOPC: the DPP or SDWA form (src0 0xfa / 0xf9, a second dword); its abs/neg
+    /// are in `abs`/`neg`, SDWA's clamp/omod in `clamp`/`omod`.
+    pub ext: Ext,
+}
+
+/// A VOP1/VOP2/VOPC instruction's data-parallel-primitives or sub-dword-addressing form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ext {
+    None,
+    Dpp(Dpp),
+    Sdwa(Sdwa),
+}
+
+/// DPP: src0 is read from the lane `ctrl` names (see [`dpp_source`]); lanes outside
+/// `row_mask` (a bit per row of 16 lanes) or `bank_mask` (a bit per group of 4 lanes in each
+/// row) are not written; a lane whose source lane is out of range or disabled reads 0 with
+/// `bound_ctrl` (LLVM prints `bound_ctrl:1`, older syntax `bound_ctrl:0`), else is not written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dpp {
+    pub ctrl: u16,
+    pub row_mask: u8,
+    pub bank_mask: u8,
+    pub bound_ctrl: bool,
+}
+
+/// SDWA: each source's byte/word selection (`SEL_*`) with zero or sign extension (`sext`, a
+/// bit per source), and where the result goes in the destination (`dst_sel`) with what the
+/// other bits become (`dst_unused`: `UNUSED_*`). VOPC has no destination selection; its mask
+/// goes to `sdst` (VCC unless the SD bit names an SGPR pair).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sdwa {
+    pub dst_sel: u8,
+    pub dst_unused: u8,
+    pub sel: [u8; 2],
+    pub sext: u8,
+}
+
+/// SDWA selections: bytes 0..3, then words 0 and 1, then the whole dword.
+pub const SEL_WORD_0: u8 = 4;
+pub const SEL_DWORD: u8 = 6;
+/// SDWA `dst_unused`: the bits outside `dst_sel` become 0, the sign of the result, or keep
+/// the destination's old bits.
+pub const UNUSED_PAD: u8 = 0;
+pub const UNUSED_SEXT: u8 = 1;
+pub const UNUSED_PRESERVE: u8 = 2;
+
+const SEL_NAMES: [&str; 7] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD"];
+
+/// The (bit offset, width) an SDWA selection covers.
+pub fn sel_bits(sel: u8) -> (u32, u32) {
+    match sel {
+        0..=3 => (8 * u32::from(sel), 8),
+        4 | 5 => (16 * u32::from(sel - 4), 16),
+        _ => (0, 32),
+    }
+}
+
+/// An SDWA source operand: the selected bits moved down, zero- or sign-extended.
+pub fn sdwa_operand(x: u32, sel: u8, sext: bool) -> u32 {
+    let (pos, width) = sel_bits(sel);
+    if width == 32 {
+        return x;
+    }
+    let v = (x >> pos) & ((1 << width) - 1);
+    if sext {
+        (((v << (32 - width)) as i32) >> (32 - width)) as u32
+    } else {
+        v
+    }
+}
+
+/// An SDWA result `r` placed into the destination's `dst_sel` bits, the others set as
+/// `unused` says (`old`: the destination's value before).
+pub fn sdwa_result(r: u32, old: u32, dst_sel: u8, unused: u8) -> u32 {
+    let (pos, width) = sel_bits(dst_sel);
+    if width == 32 {
+        return r;
+    }
+    let field = ((1u32 << width) - 1) << pos;
+    let v = (r << pos) & field;
+    match unused {
+        UNUSED_PRESERVE => (old & !field) | v,
+        // The result's top bit fills the bits above the field; the bits below are 0.
+        UNUSED_SEXT if v >> (pos + width - 1) & 1 != 0 => v | !((1u32 << (pos + width - 1)) - 1),
+        _ => v,
+    }
+}
+
+/// The lane DPP control `ctrl` makes `lane` read in a wave of `lanes`, or `None` when that
+/// lane is out of range (shifts past a row's or the wave's end, a broadcast into row 0).
+pub fn dpp_source(ctrl: u16, lane: usize, lanes: usize) -> Option<usize> {
+    let (row, l) = (lane & !15, lane & 15);
+    let n = usize::from(ctrl & 15);
+    match ctrl {
+        0..=0xff => Some((lane & !3) | usize::from(ctrl >> (2 * (lane & 3)) & 3)),
+        0x101..=0x10f => (l + n < 16).then_some(lane + n),
+        0x111..=0x11f => (l >= n).then(|| lane - n),
+        0x121..=0x12f => Some(row | ((l + 16 - n) & 15)),
+        0x130 => (lane + 1 < lanes).then_some(lane + 1),
+        0x134 => Some((lane + 1) % lanes),
+        0x138 => lane.checked_sub(1),
+        0x13c => Some((lane + lanes - 1) % lanes),
+        0x140 => Some(row | (15 - l)),
+        0x141 => Some((lane & !7) | (7 - (lane & 7))),
+        // Lane 15 of each row to the next row; lane 31 to rows 2 and 3.
+        0x142 => (row >= 16).then(|| row - 1),
+        0x143 => (lane >= 32).then_some(31),
+        _ => None,
+    }
+}
+
+/// Is `ctrl` a DPP control gfx9 defines?
+fn dpp_ctrl_valid(ctrl: u16) -> bool {
+    matches!(ctrl, 0..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143)
+}
+
+/// The DPP control as LLVM prints it.
+struct DppCtrl(u16);
+
+impl fmt::Display for DppCtrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.0;
+        let n = c & 15;
+        match c {
+            0..=0xff => write!(f, "quad_perm:[{},{},{},{}]", c & 3, (c >> 2) & 3, (c >> 4) & 3, (c >> 6) & 3),
+            0x101..=0x10f => write!(f, "row_shl:{n}"),
+            0x111..=0x11f => write!(f, "row_shr:{n}"),
+            0x121..=0x12f => write!(f, "row_ror:{n}"),
+            0x130 => f.write_str("wave_shl:1"),
+            0x134 => f.write_str("wave_rol:1"),
+            0x138 => f.write_str("wave_shr:1"),
+            0x13c => f.write_str("wave_ror:1"),
+            0x140 => f.write_str("row_mirror"),
+            0x141 => f.write_str("row_half_mirror"),
+            0x142 => f.write_str("row_bcast:15"),
+            _ => f.write_str("row_bcast:31"),
+        }
+    }
+}
+
+/// Source operand code of a VOP1/VOP2/VOPC with its SDWA / DPP form.
+const SRC_SDWA: u16 = 0xf9;
+const SRC_DPP: u16 = 0xfa;
+
+/// Read the second dword `e` of a DPP / SDWA VOP1/VOP2/VOPC into `i` (whose `src[0]` holds
+/// the 0xf9 / 0xfa marker). `None`: a reserved field value, or an opcode without that form.
+fn vop_ext(mut i: Inst, e: u32) -> Option<Inst> {
+    // 32-bit operands only; not v_nop, v_readfirstlane (scalar result), v_mac/fmac (their
+    // accumulator is the destination), v_mov_b64.
+    let plain = match i.enc {
+        Enc::Vopc => i.sig[1..3] == [1, 1],
+        Enc::Vop2 if carry_in(i.op) => i.sig[..3] == [1, 1, 1],
+        _ => i.sig.iter().all(|&w| w <= 1),
+    };
+    if !plain || (i.enc == Enc::Vop1 && matches!(i.op, 0 | 2)) || (i.enc == Enc::Vop2 && matches!(i.op, 22 | 59)) {
+        return None;
+    }
+    i.len = 8;
+    if i.src[0] == SRC_DPP {
+        let ctrl = ((e >> 8) & 0x1ff) as u16;
+        // gfx9 has no VOPC DPP in LLVM's tables; bits 17, 18 are reserved.
+        if i.enc == Enc::Vopc || !dpp_ctrl_valid(ctrl) || e & (3 << 17) != 0 {
+            return None;
+        }
+        i.src[0] = 256 + (e & 0xff) as u16;
+        i.neg = (((e >> 20) & 1) | ((e >> 21) & 2)) as u8;
+        i.abs = (((e >> 21) & 1) | ((e >> 22) & 2)) as u8;
+        i.ext = Ext::Dpp(Dpp { ctrl, row_mask: (e >> 28) as u8, bank_mask: ((e >> 24) & 15) as u8, bound_ctrl: e & (1 << 19) != 0 });
+        return Some(i);
+    }
+    let src0 = (e & 0xff) as u16;
+    i.src[0] = if e & (1 << 23) != 0 { src0 } else { 256 + src0 };
+    if e & (1 << 31) != 0 {
+        i.src[1] -= 256;
+    }
+    // Scalar sources: SGPRs, VCC, EXEC, M0 and inline constants (no literal).
+    if i.src[..2].iter().any(|&c| c == LITERAL || (102..=105).contains(&c) || (209..=239).contains(&c) || (249..256).contains(&c)) {
+        return None;
+    }
+    let sel = [((e >> 16) & 7) as u8, ((e >> 24) & 7) as u8];
+    i.neg = (((e >> 20) & 1) | ((e >> 27) & 2)) as u8;
+    i.abs = (((e >> 21) & 1) | ((e >> 28) & 2)) as u8;
+    let sext = (((e >> 19) & 1) | ((e >> 26) & 2)) as u8;
+    let (mut dst_sel, mut dst_unused) = (SEL_DWORD, UNUSED_PAD);
+    if i.enc == Enc::Vopc {
+        i.dst = if e & (1 << 15) != 0 { ((e >> 8) & 0x7f) as u16 } else { VCC };
+    } else {
+        dst_sel = ((e >> 8) & 7) as u8;
+        dst_unused = ((e >> 11) & 3) as u8;
+        i.clamp = e & (1 << 13) != 0;
+        i.omod = ((e >> 14) & 3) as u8;
+    }
+    if sel.iter().chain([&dst_sel]).any(|&s| s > SEL_DWORD) || dst_unused > UNUSED_PRESERVE {
+        return None;
+    }
+    i.ext = Ext::Sdwa(Sdwa { dst_sel, dst_unused, sel, sext });
+    Some(i)
 }
 
 fn find(t: &[Row], op: u32) -> Option<&Row> {
@@ -654,6 +851,7 @@ pub fn blank(enc: Enc, row: &(u16, &'static str, [u8; 4])) -> Inst {
         offen: false,
         idxen: false,
         target: Target::Gfx90a,
+        ext: Ext::None,
     }
 }
 
@@ -801,6 +999,9 @@ fn decode_bits(w: &[u32], target: Target) -> Option<Inst> {
         let mut i = blank(Enc::Vop1, r);
         i.dst = ((d >> 17) & 0xff) as u16;
         i.src[0] = (d & 0x1ff) as u16;
+        if matches!(i.src[0], SRC_SDWA | SRC_DPP) {
+            return vop_ext(i, second?);
+        }
         return with_literal(i);
     }
     if d >> 25 == 0x3e {
@@ -809,6 +1010,9 @@ fn decode_bits(w: &[u32], target: Target) -> Option<Inst> {
         let mut i = blank(Enc::Vopc, &(op as u16, name, vopc_sig(op)));
         i.dst = VCC;
         i.src = [(d & 0x1ff) as u16, 256 + ((d >> 9) & 0xff) as u16, 0];
+        if matches!(i.src[0], SRC_SDWA | SRC_DPP) {
+            return vop_ext(i, second?);
+        }
         return with_literal(i);
     }
     if d >> 31 == 0 && matches!((d >> 25) & 0x3f, 23 | 24) {
@@ -835,6 +1039,9 @@ fn decode_bits(w: &[u32], target: Target) -> Option<Inst> {
         let mut i = blank(Enc::Vop2, r);
         i.dst = ((d >> 17) & 0xff) as u16;
         i.src = [(d & 0x1ff) as u16, 256 + ((d >> 9) & 0xff) as u16, VCC];
+        if matches!(i.src[0], SRC_SDWA | SRC_DPP) {
+            return vop_ext(i, second?);
+        }
         return with_literal(i);
     }
     if d >> 23 == 0x1a7 {
@@ -1166,8 +1373,72 @@ impl Inst {
     }
 }
 
+impl Inst {
+    /// A DPP or SDWA VOP1/VOP2/VOPC as LLVM prints it: the e32 operands with the `_dpp` /
+    /// `_sdwa` suffix, the source modifiers, then the controls.
+    fn fmt_ext(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.name;
+        let sext = match self.ext {
+            Ext::Sdwa(s) => s.sext,
+            _ => 0,
+        };
+        let src = |k: usize| {
+            let t = self.m(k);
+            if sext >> k & 1 != 0 {
+                format!("sext({t})")
+            } else {
+                t
+            }
+        };
+        let sfx = if matches!(self.ext, Ext::Dpp(_)) { "dpp" } else { "sdwa" };
+        let vdst = Opnd(256 + self.dst, 1, 0);
+        match self.enc {
+            Enc::Vop1 => write!(f, "{n}_{sfx} {vdst}, {}", src(0))?,
+            Enc::Vopc => write!(f, "{n}_{sfx} {}, {}, {}", Opnd(self.dst, 2, 0), src(0), src(1))?,
+            _ => {
+                let carry = if carry_out(self.op) { "vcc, " } else { "" };
+                let cin = if carry_in(self.op) { ", vcc" } else { "" };
+                write!(f, "{n}_{sfx} {vdst}, {carry}{}, {}{cin}", src(0), src(1))?;
+            }
+        }
+        match self.ext {
+            Ext::Dpp(d) => {
+                write!(f, " {} row_mask:0x{:x} bank_mask:0x{:x}", DppCtrl(d.ctrl), d.row_mask, d.bank_mask)?;
+                if d.bound_ctrl {
+                    f.write_str(" bound_ctrl:1")?;
+                }
+                Ok(())
+            }
+            Ext::Sdwa(s) => {
+                if self.clamp {
+                    f.write_str(" clamp")?;
+                }
+                match self.omod {
+                    1 => f.write_str(" mul:2")?,
+                    2 => f.write_str(" mul:4")?,
+                    3 => f.write_str(" div:2")?,
+                    _ => {}
+                }
+                if self.enc != Enc::Vopc {
+                    let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"][usize::from(s.dst_unused.min(2))];
+                    write!(f, " dst_sel:{} dst_unused:{unused}", SEL_NAMES[usize::from(s.dst_sel.min(6))])?;
+                }
+                write!(f, " src0_sel:{}", SEL_NAMES[usize::from(s.sel[0].min(6))])?;
+                if self.enc != Enc::Vop1 {
+                    write!(f, " src1_sel:{}", SEL_NAMES[usize::from(s.sel[1].min(6))])?;
+                }
+                Ok(())
+            }
+            Ext::None => Ok(()),
+        }
+    }
+}
+
 impl fmt::Display for Inst {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.ext != Ext::None {
+            return self.fmt_ext(f);
+        }
         let n = self.name;
         let dst = Opnd(self.dst, self.sig[0], 0);
         let vdst = Opnd(256 + self.dst, self.sig[0], 0);

@@ -600,6 +600,7 @@ fn run(x: &Exec<'_>, w: &mut Wave, mem: &mut Local<'_>, cache: &mut HashMap<u64,
                 }
             }
             Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => scalar(w, &i)?,
+            Enc::Vop1 | Enc::Vop2 | Enc::Vopc if i.ext != gfx9::Ext::None => extended(w, &i)?,
             Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => vector(w, &i)?,
             Enc::Vop3p => packed(w, &i)?,
             Enc::Flat if i.atomic => atomic(x, w, &i)?,
@@ -1218,6 +1219,88 @@ fn vector(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
         }
     }
     Ok(())
+}
+
+/// A DPP or SDWA VOP1/VOP2/VOPC: the plain operation, run on operands prepared for it in
+/// scratch VGPRs appended past the kernel's own for the one instruction (src0 as the DPP
+/// control moves it across lanes, SDWA's selected bytes or words extended), then (SDWA) its
+/// result placed into the destination's selected bits. DPP lanes that must not write (row
+/// and bank masks, a source lane out of range or disabled without bound_ctrl) are left out
+/// of EXEC while the operation runs, so they keep their destination (and their carry-out
+/// bit reads 0).
+fn extended(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
+    const BEYOND: Stop = Stop::Illegal("VGPR beyond the kernel's allocation");
+    let n = w.v.len();
+    let nsrc = if i.enc == Enc::Vop1 { 1 } else { 2 };
+    if i.src[..nsrc].iter().any(|&c| c >= 256 && usize::from(c - 256) >= n) || (i.enc != Enc::Vopc && usize::from(i.dst) >= n) {
+        return Err(BEYOND);
+    }
+    let exec = w.exec();
+    let mut j = *i;
+    j.ext = gfx9::Ext::None;
+    let r = match i.ext {
+        gfx9::Ext::Dpp(d) => {
+            let from = usize::from(i.src[0] - 256);
+            let mut col = [0u32; LANES];
+            let mut write = 0u64;
+            for (lane, c) in col.iter_mut().enumerate().take(w.lanes) {
+                let on = d.row_mask >> (lane / 16) & 1 != 0 && d.bank_mask >> ((lane / 4) & 3) & 1 != 0;
+                match gfx9::dpp_source(d.ctrl, lane, w.lanes).filter(|&l| exec >> l & 1 != 0) {
+                    Some(l) => *c = w.v[from][l],
+                    None if d.bound_ctrl => {}
+                    None => continue,
+                }
+                write |= u64::from(on) << lane;
+            }
+            w.v.push(col);
+            j.src[0] = 256 + n as u16;
+            let r = set_mask(w, EXEC, exec & write).and_then(|()| vector(w, &j));
+            set_mask(w, EXEC, exec).and(r)
+        }
+        gfx9::Ext::Sdwa(s) => {
+            if i.clamp || i.omod != 0 {
+                return Err(Stop::Illegal("SDWA clamp/omod are not modelled yet"));
+            }
+            for k in 0..nsrc {
+                let sext = s.sext >> k & 1 != 0;
+                if s.sel[k] == gfx9::SEL_DWORD && !sext {
+                    continue;
+                }
+                if (240..=248).contains(&i.src[k]) {
+                    return Err(Stop::Illegal("SDWA selection of a float inline constant"));
+                }
+                let v = vsrc(w, i.src[k], i.lit)?;
+                let mut col = [0u32; LANES];
+                for (lane, c) in col.iter_mut().enumerate().take(w.lanes) {
+                    *c = gfx9::sdwa_operand(get(w, v, lane), s.sel[k], sext);
+                }
+                j.src[k] = 256 + w.v.len() as u16;
+                w.v.push(col);
+            }
+            if i.enc == Enc::Vopc {
+                // The VOP3 form of the compare writes its mask to `dst` (VCC or SDWA's sdst).
+                j.enc = Enc::Vop3;
+                vector(w, &j)
+            } else if s.dst_sel == gfx9::SEL_DWORD {
+                vector(w, &j)
+            } else {
+                let d = usize::from(i.dst);
+                j.dst = w.v.len() as u16;
+                w.v.push(w.v[d]);
+                let r = vector(w, &j);
+                let t = usize::from(j.dst);
+                if r.is_ok() {
+                    for lane in (0..w.lanes).filter(|l| exec >> l & 1 != 0) {
+                        w.v[d][lane] = gfx9::sdwa_result(w.v[t][lane], w.v[d][lane], s.dst_sel, s.dst_unused);
+                    }
+                }
+                r
+            }
+        }
+        gfx9::Ext::None => vector(w, &j),
+    };
+    w.v.truncate(n);
+    r
 }
 
 /// A 24-bit signed operand (the low 24 bits, sign-extended).

@@ -40,12 +40,12 @@ pub const GFX90A: Gpu = Gpu {
     mcpu: "gfx90a",
     catalogue: "mi210",
     isa: Isa::Gfx9(gfx9::Target::Gfx90a),
-    sweep: &["sweep.s", "sweep-gfx90a.s"],
+    sweep: &["sweep.s", "sweep-gfx90a.s", "sweep-dpp.s"],
     unmodelled: 0x7e00_1d01,
     s_branch_self: 0xbf82_ffff,
 };
 pub const GFX942: Gpu =
-    Gpu { mcpu: "gfx942", catalogue: "mi300x", isa: Isa::Gfx9(gfx9::Target::Gfx942), sweep: &["sweep.s", "sweep-gfx942.s"], ..GFX90A };
+    Gpu { mcpu: "gfx942", catalogue: "mi300x", isa: Isa::Gfx9(gfx9::Target::Gfx942), sweep: &["sweep.s", "sweep-gfx942.s", "sweep-dpp.s"], ..GFX90A };
 /// gfx11: VOP1 v_cvt_off_f32_i4 is 0x0e as on gfx9, SOPP s_branch 32.
 pub const GFX1100: Gpu = Gpu {
     mcpu: "gfx1100",
