@@ -8,4 +8,5 @@ mod support;
 
 support::isa::isa_tests!(support::isa::GFX90A; packed_f32_arithmetic_matches_the_cpu,
     pm4_dispatch_direct_runs_machine_code_from_the_sh_registers,
-    cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu);
+    cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu,
+    dpp_and_sdwa_match_the_cpu);

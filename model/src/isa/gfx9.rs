@@ -1649,3 +1649,33 @@ impl fmt::Display for Inst {
         }
     }
 }
+
+#[cfg(test)]
+mod sdwa_tests {
+    use super::*;
+
+    #[test]
+    fn operands_select_and_extend_bytes_and_words() {
+        let x = 0x807f_c381;
+        assert_eq!(sdwa_operand(x, 0, false), 0x81);
+        assert_eq!(sdwa_operand(x, 0, true), 0xffff_ff81);
+        assert_eq!(sdwa_operand(x, 2, true), 0x7f);
+        assert_eq!(sdwa_operand(x, 3, true), 0xffff_ff80);
+        assert_eq!(sdwa_operand(x, 4, true), 0xffff_c381);
+        assert_eq!(sdwa_operand(x, 5, false), 0x807f);
+        assert_eq!(sdwa_operand(x, SEL_DWORD, true), x);
+    }
+
+    #[test]
+    fn results_land_in_the_selected_bits_with_pad_sext_or_preserve() {
+        let old = 0x1234_5678;
+        assert_eq!(sdwa_result(0xabcd_ef90, old, 1, UNUSED_PAD), 0x0000_9000);
+        assert_eq!(sdwa_result(0xabcd_ef90, old, 1, UNUSED_SEXT), 0xffff_9000);
+        assert_eq!(sdwa_result(0xabcd_ef10, old, 1, UNUSED_SEXT), 0x0000_1000);
+        assert_eq!(sdwa_result(0xabcd_ef90, old, 1, UNUSED_PRESERVE), 0x1234_9078);
+        assert_eq!(sdwa_result(0xabcd_ef90, old, 5, UNUSED_PRESERVE), 0xef90_5678);
+        assert_eq!(sdwa_result(0xabcd_8f90, old, 4, UNUSED_SEXT), 0xffff_8f90);
+        assert_eq!(sdwa_result(0xabcd_ef90, old, 3, UNUSED_PAD), 0x9000_0000);
+        assert_eq!(sdwa_result(0xabcd_ef90, old, SEL_DWORD, UNUSED_PRESERVE), 0xabcd_ef90);
+    }
+}

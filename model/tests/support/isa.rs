@@ -44,8 +44,13 @@ pub const GFX90A: Gpu = Gpu {
     unmodelled: 0x7e00_1d01,
     s_branch_self: 0xbf82_ffff,
 };
-pub const GFX942: Gpu =
-    Gpu { mcpu: "gfx942", catalogue: "mi300x", isa: Isa::Gfx9(gfx9::Target::Gfx942), sweep: &["sweep.s", "sweep-gfx942.s", "sweep-dpp.s"], ..GFX90A };
+pub const GFX942: Gpu = Gpu {
+    mcpu: "gfx942",
+    catalogue: "mi300x",
+    isa: Isa::Gfx9(gfx9::Target::Gfx942),
+    sweep: &["sweep.s", "sweep-gfx942.s", "sweep-dpp.s"],
+    ..GFX90A
+};
 /// gfx11: VOP1 v_cvt_off_f32_i4 is 0x0e as on gfx9, SOPP s_branch 32.
 pub const GFX1100: Gpu = Gpu {
     mcpu: "gfx1100",
@@ -958,5 +963,117 @@ pub fn cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu(gpu: &Gpu) {
             (sx * sy + i as i64) as u32,
         ];
         assert_eq!(&got[16 * i..16 * i + 16], &want, "intops of {x:#x}, {y:#x} (item {i})");
+    }
+}
+
+/// DPP and SDWA (tests/isa/dpp_sdwa.cl, compiled with -fno-slp-vectorize): `v_mov_b32_dpp`
+/// with every control clang's `update_dpp` builtin takes, row and bank masks, bound_ctrl, an
+/// old value kept where the source lane is out of range or disabled (a partial last wave and
+/// divergent branches), DPP folded into `v_add_u32_dpp`/`v_add_f32_dpp`; byte, short and half
+/// arithmetic lowered to SDWA (selections with zero and sign extension, dst_sel WORD_1, a VOPC
+/// compare). The expected lanes are computed here from the controls' definitions.
+pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
+    const CODE2: u64 = BASE + 0x80000;
+    let f = setup(gpu);
+    let (co, path) = code_object_of(gpu, "dpp_sdwa.cl", &["-fno-slp-vectorize"]);
+    let listing = objdump(gpu, &path);
+    check_decoder(gpu, &listing);
+    for want in ["v_mov_b32_dpp", "v_add_u32_dpp", "v_add_f32_dpp", "v_add_u32_sdwa", "v_mul_f16_sdwa", "v_cmp_lt_u32_sdwa"] {
+        assert!(listing.iter().any(|(t, _)| t.starts_with(want)), "clang-19 no longer emits {want} for dpp_sdwa.cl");
+    }
+    let obj = CodeObject::parse(&co).unwrap();
+    assert!(obj.image_len() <= 0x80000, "the image fits below DATA");
+    f.m.gpu_write(f.g, CODE2, &obj.image()).unwrap();
+    let kd = |k: &str| CODE2 + obj.symbol(&format!("{k}.kd")).unwrap();
+
+    // dpp: 3 full waves and one of 40 lanes (workgroups of 64, the last partial).
+    let n = 232usize;
+    // Positive values below 2^30: finite floats for the f32 add.
+    let x: Vec<u32> = (0..n as u32).map(|i| (i.wrapping_mul(0x9e37_79b9) ^ 0x1234_5678) >> 2).collect();
+    let out = DATA + 0x10000;
+    f.m.gpu_write(f.g, DATA, &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("dpp"), n as u32, 64), &args(&[DATA, out]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, 20 * n);
+    for i in 0..n {
+        let (base, l) = (i & !63, i & 63);
+        let row = l & !15;
+        // The value lane `s` of this wave holds if `s` exists and `on` says it takes part.
+        let at = |s: Option<usize>, on: &dyn Fn(usize) -> bool| s.filter(|&s| s < 64 && base + s < n && on(base + s)).map(|s| x[base + s]);
+        let all = |_: usize| true;
+        let or = |v: Option<u32>, old: u32| v.unwrap_or(old);
+        let m1 = u32::MAX;
+        let want: [u32; 20] = [
+            or(at(Some((l & !3) | (3 - (l & 3))), &all), m1),
+            or(at((l % 16 < 15).then(|| l + 1), &all), m1),
+            or(at((l % 16 == 0).then(|| l + 15), &all), m1),
+            or(at((l % 16 >= 1).then(|| l - 1), &all), m1),
+            or(at((l % 16 >= 8).then(|| l - 8), &all), 0),
+            or(at(Some(row + (l + 13) % 16), &all), m1),
+            or(at(Some(l + 1), &all), m1),
+            or(at(Some((l + 1) % 64), &all), m1),
+            or(at(l.checked_sub(1), &all), m1),
+            or(at(Some((l + 63) % 64), &all), m1),
+            or(at(Some(row + 15 - l % 16), &all), m1),
+            or(at(Some((l & !7) + 7 - l % 8), &all), m1),
+            if l / 16 % 2 == 1 { or(at(Some(row - 1), &all), m1) } else { m1 },
+            if l >= 32 { or(at(Some(31), &all), m1) } else { m1 },
+            // Rows 0 and 2, lanes 4..12 of the row: row_shr:2; the others keep the old -1.
+            if l / 16 % 2 == 0 && (4..12).contains(&(l % 16)) { or(at(Some(l - 2), &all), m1) } else { m1 },
+            if l / 16 % 2 == 0 && (4..12).contains(&(l % 16)) { or(at(Some(l - 2), &all), 0) } else { m1 },
+            x[i].wrapping_add(or(at((l % 16 >= 1).then(|| l - 1), &all), 0)),
+            (f32::from_bits(x[i]) + f32::from_bits(or(at(Some((l & !3) | (3 - (l & 3))), &all), 0))).to_bits(),
+            if i % 3 != 0 { or(at(Some(row + (l + 15) % 16), &|j| j % 3 != 0), -3i32 as u32) } else { -7i32 as u32 },
+            if i % 3 != 1 { or(at((l % 16 < 15).then(|| l + 1), &|j| j % 3 != 1), 0) } else { -7i32 as u32 },
+        ];
+        assert_eq!(&got[20 * i..20 * i + 20], &want, "dpp: item {i} (lane {l})");
+    }
+
+    // sdwa: 192 work-items; the first 128 take arbitrary dwords, the rest pairs of halves
+    // between 2^-5 and 2^5 (the f16 results are checked on those).
+    let n = 192usize;
+    let half = |k: u32| ((k.wrapping_mul(2_654_435_761) >> 7) & 0x83ff) | ((10 + k % 11) << 10);
+    let word = |i: usize, s: u32| {
+        let i = i as u32;
+        if i < 128 {
+            (i ^ s).wrapping_mul(0x9e37_79b9).rotate_left(i % 29) ^ s
+        } else {
+            half(2 * i + s) | half(2 * i + s + 7) << 16
+        }
+    };
+    let (a, b): (Vec<u32>, Vec<u32>) = ((0..n).map(|i| word(i, 1)).collect(), (0..n).map(|i| word(i, 0x55)).collect());
+    let (av, bv, out) = (DATA, DATA + 0x1000, DATA + 0x10000);
+    f.m.gpu_write(f.g, av, &a.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, bv, &b.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("sdwa"), n as u32, 64), &args(&[av, bv, out]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, 12 * n);
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let xb = x.to_le_bytes();
+        let yb = y.to_le_bytes();
+        let (s0, s1, t0, t1) = (x as u16, (x >> 16) as u16, y as u16, (y >> 16) as u16);
+        let bytes = |f: &dyn Fn(usize) -> u8| u32::from_le_bytes([f(0), f(1), f(2), f(3)]);
+        let halves = |lo: u16, hi: u16| u32::from(lo) | u32::from(hi) << 16;
+        let want = [
+            bytes(&|k| xb[k].wrapping_add(yb[k])),
+            bytes(&|k| xb[k].wrapping_mul(yb[(k + 1) % 4])),
+            halves(s0.wrapping_add(t1), s1.wrapping_mul(t0)),
+            halves(s1.wrapping_sub(t1), ((u32::from(s0)) << (t0 & 15)) as u16),
+            (i32::from(s1 as i16) + i32::from(yb[1] as i8)) as u32,
+            (x >> 16).wrapping_mul(y & 0xff),
+            (i32::from(s1 as i16 >> 3) ^ i32::from((s0 as i16).max(t1 as i16))) as u32,
+            u32::from(xb[1].max(yb[2])) | u32::from(xb[3].min(yb[0])) << 8 | u32::from(s1.max(t0)) << 16,
+        ];
+        assert_eq!(&got[12 * i..12 * i + 8], &want, "sdwa: item {i}, x {x:#x}, y {y:#x}");
+        let cmp = if (i32::from(s1 as i16) as u32) < (i32::from(xb[1] as i8) as u32) { x } else { y };
+        assert_eq!(got[12 * i + 11], cmp, "sdwa: compare, item {i}");
+        if i >= 128 {
+            let h = |v: u16| half_value(v);
+            let r = |v: f64| nearest_half(v);
+            assert_eq!(got[12 * i + 8], halves(r(h(s1) + h(t1)), r(h(s0) * h(t1))), "sdwa: f16, item {i}");
+            assert_eq!(got[12 * i + 9], halves(r(h(s1) - h(t0)), r(h(s0).max(h(t0)))), "sdwa: f16, item {i}");
+            assert_eq!(f32::from_bits(got[12 * i + 10]), (h(s1) * h(t1)) as f32, "sdwa: f16 to f32, item {i}");
+        }
     }
 }
