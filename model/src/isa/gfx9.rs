@@ -790,8 +790,12 @@ fn vop_ext(mut i: Inst, e: u32) -> Option<Inst> {
     }
     let src0 = (e & 0xff) as u16;
     i.src[0] = if e & (1 << 23) != 0 { src0 } else { 256 + src0 };
+    // S1: src1 (VOP2, VOPC) is the SGPR or constant its VGPR field names; VOP1 has none.
     if e & (1 << 31) != 0 {
-        i.src[1] -= 256;
+        if i.enc == Enc::Vop1 {
+            return None;
+        }
+        i.src[1] = i.src[1].wrapping_sub(256);
     }
     // Scalar sources: SGPRs, VCC, EXEC, M0 and inline constants (no literal).
     if i.src[..2].iter().any(|&c| c == LITERAL || (102..=105).contains(&c) || (209..=239).contains(&c) || (249..256).contains(&c)) {
@@ -1664,6 +1668,29 @@ mod sdwa_tests {
         assert_eq!(sdwa_operand(x, 4, true), 0xffff_c381);
         assert_eq!(sdwa_operand(x, 5, false), 0x807f);
         assert_eq!(sdwa_operand(x, SEL_DWORD, true), x);
+    }
+
+    #[test]
+    fn any_second_dword_decodes_or_not_without_panicking() {
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        for k in 0..200_000u32 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            // VOP1, VOPC, VOP2 first dwords with src0 0xf9 / 0xfa and random other fields.
+            let lo = r as u32;
+            let first = match k % 3 {
+                0 => 0x7e00_0000 | (lo & 0x01ff_fe00),
+                1 => 0x7c00_0000 | (lo & 0x01ff_fe00),
+                _ => lo & 0x7fff_fe00,
+            } | if k & 8 == 0 { 0xf9 } else { 0xfa };
+            for t in [Target::Gfx90a, Target::Gfx942] {
+                if let Some(i) = decode(&[first, (r >> 32) as u32], t) {
+                    assert_eq!(i.len, 8);
+                    let _ = i.to_string();
+                }
+            }
+        }
     }
 
     #[test]
