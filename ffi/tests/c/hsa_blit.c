@@ -11,6 +11,7 @@
  */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include "hsa_client.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,30 +32,6 @@ static hsa_status_t agent_cb(hsa_agent_t a, void *d)
 		cpu = a;
 	return HSA_STATUS_SUCCESS;
 }
-
-/* The first global pool the runtime may allocate from. */
-static hsa_status_t pool_cb(hsa_amd_memory_pool_t p, void *d)
-{
-	hsa_amd_segment_t s;
-	bool ok = false;
-	hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &s);
-	if (s != HSA_AMD_SEGMENT_GLOBAL)
-		return HSA_STATUS_SUCCESS;
-	hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &ok);
-	if (!ok)
-		return HSA_STATUS_SUCCESS;
-	*(hsa_amd_memory_pool_t *)d = p;
-	return HSA_STATUS_INFO_BREAK;
-}
-
-#define CK(x)                                                           \
-	do {                                                            \
-		hsa_status_t s_ = (x);                                  \
-		if (s_ != HSA_STATUS_SUCCESS) {                         \
-			printf("FAIL %s = 0x%x\n", #x, (unsigned)s_);   \
-			return 1;                                       \
-		}                                                       \
-	} while (0)
 
 static int wait(hsa_signal_t sig, const char *what)
 {

@@ -10,6 +10,7 @@
  */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include "hsa_client.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,15 +39,6 @@ static void on_error(hsa_status_t status, hsa_queue_t *q, void *data)
 	reported_status = status;
 	__atomic_store_n(&reported, 1, __ATOMIC_RELEASE);
 }
-
-#define CK(x)                                                           \
-	do {                                                            \
-		hsa_status_t s_ = (x);                                  \
-		if (s_ != HSA_STATUS_SUCCESS) {                         \
-			printf("FAIL %s = 0x%x\n", #x, (unsigned)s_);   \
-			return 1;                                       \
-		}                                                       \
-	} while (0)
 
 /* Submit `packet` (64 bytes, header last) on a fresh queue and wait for the error callback. */
 static int one(const char *what, const uint8_t *packet, hsa_status_t want)
