@@ -15,7 +15,7 @@ support::isa::isa_tests!(support::isa::GFX942; packed_f32_arithmetic_matches_the
 use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID;
 use hsakmt_core::packet::aql::KernelDispatch;
 use hsakmt_model::engine::{QueueError, RunEnd};
-use support::isa::{args, setup, DATA, GFX942};
+use support::isa::{args, fill_with_partial_workgroups, setup, setup_with, DATA, GFX942};
 
 #[test]
 fn a_descriptor_asking_for_a_private_segment_buffer_is_refused_with_architected_flat_scratch() {
@@ -39,4 +39,29 @@ fn a_descriptor_asking_for_a_private_segment_buffer_is_refused_with_architected_
         e => panic!("{e:?}"),
     }
     assert_eq!(f.words(DATA, 1), [0], "no wave ran (fill would have stored 7)");
+}
+
+#[test]
+fn kernels_with_preloaded_kernargs_run_from_past_the_prologue() {
+    // clang preloads the first kernarg dwords into user SGPRs when asked; its 256-byte
+    // compatibility prologue is `s_trap 2`, so running it would stop the queue.
+    let f = setup_with(&GFX942, &["-mllvm", "-amdgpu-kernarg-preload-count=4"]);
+    let mut d = [0u8; 64];
+    f.m.gpu_read(f.g, f.kd("vadd"), &mut d).unwrap();
+    let preload = u16::from_le_bytes([d[58], d[59]]);
+    assert_eq!(preload & 0x7f, 7, "vadd preloads a, b, c and n (7 dwords) at offset 0: {preload:#x}");
+    let n = 1000u32;
+    let (a, b, c) = (DATA, DATA + 0x10000, DATA + 0x20000);
+    let av: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 7.0).collect();
+    let bv: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 1.5).collect();
+    f.m.gpu_write(f.g, a, &av.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, b, &bv.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("vadd"), 1024, 256), &args(&[a, b, c, u64::from(n)]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(c, n as usize + 1);
+    for i in 0..n as usize {
+        assert_eq!(got[i], (av[i] + bv[i]).to_bits(), "c[{i}]");
+    }
+    assert_eq!(got[n as usize], 0, "the work-items past n stored nothing");
+    fill_with_partial_workgroups(&f);
 }

@@ -118,6 +118,18 @@ impl KernelDescriptor {
         (self.rsrc2 >> 11) & 3
     }
 
+    /// kernarg_preload.KERNARG_PRELOAD_SPEC_LENGTH: dwords of the kernarg segment the CP loads
+    /// into the user SGPRs after the ones the properties ask for (gfx940+).
+    pub fn kernarg_preload_len(&self) -> usize {
+        usize::from(self.kernarg_preload & 0x7f)
+    }
+
+    /// kernarg_preload.KERNARG_PRELOAD_SPEC_OFFSET: where they start, in dwords from the
+    /// kernarg segment's start.
+    pub fn kernarg_preload_offset(&self) -> u64 {
+        u64::from(self.kernarg_preload >> 7)
+    }
+
     /// User SGPRs the properties ask for (private segment buffer 4, the pointers and the
     /// dispatch id 2 each, private segment size 1).
     pub fn user_sgprs_requested(&self) -> usize {

@@ -34,6 +34,9 @@ pub const MAX_LDS: u32 = 64 << 10;
 pub const PRIVATE_BASE: u64 = 0x8000_0000_0000;
 /// Most bytes of private memory one work-item may have (the dispatch is refused past it).
 pub const MAX_PRIVATE: u32 = 64 << 10;
+/// Bytes at a kernel's entry that the CP skips when it preloads kernargs (the prologue that
+/// would load them on firmware without preloading; LLVM fills it with `s_trap 2`).
+const KERNARG_PRELOAD_PROLOGUE: u64 = 256;
 /// amd_queue_t.read_dispatch_id's offset (the queue pointer is found from the read pointer).
 const AMDQ_READ_DISPATCH_ID: u64 = 128;
 
@@ -170,6 +173,8 @@ pub(crate) struct InFlight {
     cache: HashMap<u64, Op>,
     /// Wave-instructions the dispatch may still execute (MAX_WAVE_INSTRUCTIONS at the start).
     budget: u64,
+    /// The kernarg dwords the CP preloads into user SGPRs (gfx942), read at the first run.
+    preload: Option<Vec<u32>>,
 }
 
 impl std::fmt::Debug for InFlight {
@@ -192,17 +197,24 @@ impl InFlight {
         if l.isa == Isa::Gfx9(Target::Gfx942) && d.properties & (props::PRIVATE_SEGMENT_BUFFER | props::FLAT_SCRATCH_INIT) != 0 {
             return refuse("private segment buffer or flat scratch init SGPRs with architected flat scratch");
         }
-        if d.kernarg_preload != 0 {
-            return refuse("kernarg preloading is not modelled");
+        // Kernarg preloading: gfx940+ (the CP loads kernarg dwords into the user SGPRs after the
+        // others and starts the wave 256 bytes past the entry, past the compatibility prologue
+        // firmware without preloading would run).
+        if d.kernarg_preload != 0 && l.isa != Isa::Gfx9(Target::Gfx942) {
+            return refuse("kernarg preloading on a GPU without it");
         }
-        if d.user_sgprs_requested() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
+        if l.user_data.is_some() && d.kernarg_preload != 0 {
+            return refuse("kernarg preloading without a kernarg segment");
+        }
+        if d.user_sgprs_requested() + d.kernarg_preload_len() > d.user_sgpr_count() || d.user_sgpr_count() > 16 {
             return refuse("kernel descriptor asks for more user SGPRs than USER_SGPR_COUNT");
         }
         if mode_at_launch(d.rsrc1) & 0xf != 0 {
             return refuse("FLOAT_ROUND_MODE other than round to nearest even is not modelled");
         }
         let lanes = if d.properties & props::WAVEFRONT_SIZE32 != 0 { 32 } else { LANES };
-        let entry = l.desc_va.wrapping_add(d.entry_offset as u64);
+        let prologue = if d.kernarg_preload_len() != 0 { KERNARG_PRELOAD_PROLOGUE } else { 0 };
+        let entry = l.desc_va.wrapping_add(d.entry_offset as u64).wrapping_add(prologue);
         let vgprs = match l.isa {
             // gfx90a, gfx942: the unified VGPR/AGPR file, granules of 8.
             Isa::Gfx9(_) => d.vgprs_gfx90a(),
@@ -245,6 +257,7 @@ impl InFlight {
             wave_bytes,
             cache: HashMap::new(),
             budget: MAX_WAVE_INSTRUCTIONS,
+            preload: None,
         })
     }
 
@@ -255,6 +268,15 @@ impl InFlight {
         let [gx_n, gy_n, gz_n] = self.groups;
         let total = u64::from(gx_n) * u64::from(gy_n) * u64::from(gz_n);
         let mut left = quantum.min(self.budget);
+        if self.preload.is_none() {
+            // Read through the GPU page table like the CP does (unmapped: the fault).
+            let len = self.d.kernarg_preload_len();
+            let mut b = vec![0u8; 4 * len];
+            if len != 0 {
+                x.read(self.l.k.kernarg_address.wrapping_add(4 * self.d.kernarg_preload_offset()), &mut b)?;
+            }
+            self.preload = Some(b.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+        }
         loop {
             if self.live == 0 {
                 if self.next == total {
@@ -309,7 +331,8 @@ impl InFlight {
             });
         }
         for (wave_no, w) in self.pool.iter_mut().take(waves as usize).enumerate() {
-            launch(x, &self.d, &self.l, w, self.entry, gid, size, wave_no as u32, waves, (wave_no * self.wave_bytes) as u32);
+            let preload = self.preload.as_deref().unwrap_or_default();
+            launch(x, &self.d, &self.l, w, self.entry, gid, size, wave_no as u32, waves, (wave_no * self.wave_bytes) as u32, preload);
         }
         self.lds.fill(0);
         self.live = waves as usize;
@@ -389,6 +412,7 @@ fn launch(
     wave_no: u32,
     waves: u32,
     scratch_offset: u32,
+    preload: &[u32],
 ) {
     w.s = [0; 128];
     w.scc = false;
@@ -435,6 +459,10 @@ fn launch(
     }
     if p & props::PRIVATE_SEGMENT_SIZE != 0 {
         put(&mut w.s, l.k.private_segment_size);
+    }
+    // Preloaded kernarg dwords follow the other user SGPRs (checked to fit in new).
+    for &v in preload {
+        put(&mut w.s, v);
     }
     if let Some(user) = l.user_data {
         let n = d.user_sgpr_count().min(user.len());
