@@ -73,3 +73,15 @@ __kernel void sdwa(__global const uint *a, __global const uint *b, __global uint
     o[10] = as_uint((float)h1 * (float)g1);
     o[11] = (uint)(short)s1 < (uint)(char)x1 ? x : y;
 }
+
+// An atomic add whose wave-level scan LLVM's atomic optimizer builds from DPP when compiled
+// with -mllvm -amdgpu-atomic-optimizer-strategy=DPP (row_shr 1/2/4/8 with bound_ctrl,
+// row_bcast:15/31 under row masks, wave_shr:1 for the exclusive prefix, lanes outside EXEC
+// zeroed by s_not_b64 exec around a v_mov); some lanes skip the atomic.
+__kernel void scan(__global const uint *in, __global uint *sum, __global uint *old) {
+    uint i = gid();
+    uint r = 0xffffffff;
+    if (in[i] % 5 != 0)
+        r = __atomic_fetch_add(sum, in[i], __ATOMIC_RELAXED);
+    old[i] = r;
+}

@@ -975,11 +975,12 @@ pub fn cross_lane_ds_and_64_bit_lds_atomics_match_the_cpu(gpu: &Gpu) {
 pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
     const CODE2: u64 = BASE + 0x80000;
     let f = setup(gpu);
-    let (co, path) = code_object_of(gpu, "dpp_sdwa.cl", &["-fno-slp-vectorize"]);
+    let (co, path) = code_object_of(gpu, "dpp_sdwa.cl", &["-fno-slp-vectorize", "-mllvm", "-amdgpu-atomic-optimizer-strategy=DPP"]);
     let listing = objdump(gpu, &path);
     check_decoder(gpu, &listing);
-    for want in ["v_mov_b32_dpp", "v_add_u32_dpp", "v_add_f32_dpp", "v_add_u32_sdwa", "v_mul_f16_sdwa", "v_cmp_lt_u32_sdwa"] {
-        assert!(listing.iter().any(|(t, _)| t.starts_with(want)), "clang-19 no longer emits {want} for dpp_sdwa.cl");
+    for want in ["v_mov_b32_dpp", "v_add_u32_dpp", "v_add_f32_dpp", "v_add_u32_sdwa", "v_mul_f16_sdwa", "v_cmp_lt_u32_sdwa", "row_bcast:31"]
+    {
+        assert!(listing.iter().any(|(t, _)| t.contains(want)), "clang-19 no longer emits {want} for dpp_sdwa.cl");
     }
     let obj = CodeObject::parse(&co).unwrap();
     assert!(obj.image_len() <= 0x80000, "the image fits below DATA");
@@ -1075,5 +1076,37 @@ pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
             assert_eq!(got[12 * i + 9], halves(r(h(s1) - h(t0)), r(h(s0).max(h(t0)))), "sdwa: f16, item {i}");
             assert_eq!(f32::from_bits(got[12 * i + 10]), (h(s1) * h(t1)) as f32, "sdwa: f16 to f32, item {i}");
         }
+    }
+
+    // scan: the atomic optimizer's DPP scan; 232 work-items (a partial last wave), the items
+    // whose value is a multiple of 5 skip the atomic.
+    let n = 232usize;
+    let v: Vec<u32> = (0..n as u32).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 12) % 1000).collect();
+    let (inp, sum, old) = (DATA, DATA + 0x1000, DATA + 0x2000);
+    f.m.gpu_write(f.g, inp, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    f.m.gpu_write(f.g, sum, &[0; 4]).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("scan"), n as u32, 64), &args(&[inp, sum, old]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let adds = |r: std::ops::Range<usize>| v[r].iter().filter(|&&x| x % 5 != 0).sum::<u32>();
+    assert_eq!(f.words(sum, 1)[0], adds(0..n), "scan: the total");
+    let got = f.words(old, n);
+    // Each wave adds its total at once: its lanes see the sum before it (the waves' totals in
+    // the order they ran) plus the values of the wave's earlier adding lanes.
+    let mut starts: Vec<(u32, usize)> = Vec::new();
+    for base in (0..n).step_by(64) {
+        let end = (base + 64).min(n);
+        let first = (base..end).find(|&i| v[i] % 5 != 0).unwrap();
+        let start = got[first];
+        for i in base..end {
+            let want = if v[i] % 5 != 0 { start + adds(base..i) } else { u32::MAX };
+            assert_eq!(got[i], want, "scan: item {i}");
+        }
+        starts.push((start, base));
+    }
+    starts.sort_unstable();
+    let mut before = 0;
+    for (start, base) in starts {
+        assert_eq!(start, before, "scan: the wave at {base} started from the sum of the waves before it");
+        before += adds(base..(base + 64).min(n));
     }
 }
