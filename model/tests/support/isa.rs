@@ -1087,7 +1087,7 @@ pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
     f.m.gpu_write(f.g, sum, &[0; 4]).unwrap();
     let (end, p) = f.dispatch(KernelDispatch::new(kd("scan"), n as u32, 64), &args(&[inp, sum, old]));
     assert_eq!((end, &p.error), (RunEnd::Idle, &None));
-    let adds = |r: std::ops::Range<usize>| v[r].iter().filter(|&&x| x % 5 != 0).sum::<u32>();
+    let adds = |r: std::ops::Range<usize>| v[r].iter().filter(|&&x| !x.is_multiple_of(5)).sum::<u32>();
     assert_eq!(f.words(sum, 1)[0], adds(0..n), "scan: the total");
     let got = f.words(old, n);
     // Each wave adds its total at once: its lanes see the sum before it (the waves' totals in
@@ -1095,10 +1095,10 @@ pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
     let mut starts: Vec<(u32, usize)> = Vec::new();
     for base in (0..n).step_by(64) {
         let end = (base + 64).min(n);
-        let first = (base..end).find(|&i| v[i] % 5 != 0).unwrap();
+        let first = (base..end).find(|&i| !v[i].is_multiple_of(5)).unwrap();
         let start = got[first];
         for i in base..end {
-            let want = if v[i] % 5 != 0 { start + adds(base..i) } else { u32::MAX };
+            let want = if !v[i].is_multiple_of(5) { start + adds(base..i) } else { u32::MAX };
             assert_eq!(got[i], want, "scan: item {i}");
         }
         starts.push((start, base));
