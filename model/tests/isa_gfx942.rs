@@ -15,7 +15,7 @@ support::isa::isa_tests!(support::isa::GFX942; packed_f32_arithmetic_matches_the
 use hsakmt_core::abi::kfd::EC_QUEUE_PACKET_DISPATCH_CODE_INVALID;
 use hsakmt_core::packet::aql::KernelDispatch;
 use hsakmt_model::engine::{QueueError, RunEnd};
-use support::isa::{args, fill_with_partial_workgroups, setup, setup_with, DATA, GFX942};
+use support::isa::{args, code_object_of, fill_with_partial_workgroups, objdump, setup, setup_of, setup_with, DATA, GFX942};
 
 #[test]
 fn a_descriptor_asking_for_a_private_segment_buffer_is_refused_with_architected_flat_scratch() {
@@ -64,4 +64,24 @@ fn kernels_with_preloaded_kernargs_run_from_past_the_prologue() {
     }
     assert_eq!(got[n as usize], 0, "the work-items past n stored nothing");
     fill_with_partial_workgroups(&f);
+}
+
+#[test]
+fn fences_write_back_and_invalidate_nothing_and_go_on() {
+    // tests/isa/fence.cl: agent- and system-scope fences (buffer_wbl2, buffer_inv) between
+    // stores; the model has no caches, so every store lands and the kernel runs on.
+    let f = setup_of(&GFX942, "fence.cl", &[]);
+    let listing = objdump(&GFX942, &code_object_of(&GFX942, "fence.cl", &[]).1);
+    for want in ["buffer_wbl2", "buffer_inv"] {
+        assert!(listing.iter().any(|(t, _)| t.starts_with(want)), "clang-19 no longer emits {want} for fence.cl");
+    }
+    let input: Vec<u32> = (0..8 * 64).map(|k| if k % 8 == 4 { 1000 + k } else { 0 }).collect();
+    f.m.gpu_write(f.g, DATA, &input.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(f.kd("fence"), 64, 64), &args(&[DATA]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(DATA, 8 * 64);
+    for i in 0..64u32 {
+        let at = 8 * i as usize;
+        assert_eq!(got[at..at + 4], [1, 2, 3, input[at + 4] + i], "work-item {i}");
+    }
 }

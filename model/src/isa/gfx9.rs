@@ -1146,7 +1146,21 @@ fn decode_bits(w: &[u32], target: Target) -> Option<Inst> {
         if d & (1 << 16) != 0 || e & (1 << 23) != 0 {
             return None;
         }
-        let &(op, name, bytes, store) = MUBUF.iter().find(|m| u32::from(m.0) == (d >> 18) & 0x7f)?;
+        let mop = (d >> 18) & 0x7f;
+        if target == Target::Gfx942 && matches!(mop, 40 | 41) {
+            // buffer_wbl2 / buffer_inv: L2 write-back and invalidate (clang's agent- and
+            // system-scope fences), cache policy bits only; no address, no data (`dwords` 0).
+            if d & 0x3fff != 0 || e != 0 {
+                return None;
+            }
+            let mut i = blank(Enc::Mubuf, &(mop as u16, if mop == 40 { "buffer_wbl2" } else { "buffer_inv" }, [0; 4]));
+            i.len = 8;
+            i.glc = d & (1 << 14) != 0;
+            i.sc1 = d & (1 << 15) != 0;
+            i.slc = d & (1 << 17) != 0;
+            return Some(i);
+        }
+        let &(op, name, bytes, store) = MUBUF.iter().find(|m| u32::from(m.0) == mop)?;
         let mut i = blank(Enc::Mubuf, &(op, name, [0; 4]));
         i.len = 8;
         i.imm = (d & 0xfff) as i32;
@@ -1606,6 +1620,10 @@ impl fmt::Display for Inst {
                     write!(f, " offset:{}", self.imm)?;
                 }
                 Ok(())
+            }
+            Enc::Mubuf if self.dwords == 0 => {
+                f.write_str(n)?;
+                self.cache_policy(f)
             }
             Enc::Mubuf => {
                 let vaddr = match (self.idxen, self.offen) {

@@ -635,6 +635,9 @@ fn run(x: &Exec<'_>, w: &mut Wave, mem: &mut Local<'_>, cache: &mut HashMap<u64,
             Enc::Flat if i.seg == 1 => flat_scratch(w, mem, &i)?,
             Enc::Flat => memory(x, w, &i)?,
             Enc::Ds => ds(w, mem.lds, &i)?,
+            // gfx942's buffer_wbl2 / buffer_inv: the model keeps no caches to write back or
+            // invalidate (every access goes to memory at once).
+            Enc::Mubuf if i.dwords == 0 => {}
             Enc::Mubuf => buffer(w, mem.scratch, &i)?,
         }
     }

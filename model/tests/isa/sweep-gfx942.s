@@ -1,5 +1,6 @@
 // gfx942's own forms (after sweep.s): sc0/nt/sc1 cache bits, scratch_* (architected flat
-// scratch, with and without a VGPR or SGPR address), v_mov_b64, v_lshl_add_u64.
+// scratch, with and without a VGPR or SGPR address), v_mov_b64, v_lshl_add_u64,
+// v_fmamk/fmaak_f32, buffer_wbl2 / buffer_inv.
 global_load_dwordx4 v[2:5], v[0:1], off sc0
 global_load_dword v1, v[0:1], off sc0 sc1 nt
 global_store_dword v[0:1], v2, off nt
@@ -41,3 +42,9 @@ v_lshl_add_u64 v[0:1], s[4:5], 0, v[0:1]
 v_lshl_add_u64 v[0:1], v[2:3], 3, v[4:5]
 v_fmamk_f32 v0, v1, 0x4f800000, v0
 v_fmaak_f32 v0, v1, v2, 0x3f000000
+buffer_wbl2 sc1
+buffer_inv sc1
+buffer_wbl2 sc0 sc1
+buffer_inv sc0 sc1
+buffer_wbl2
+buffer_inv nt
