@@ -14,7 +14,7 @@ use hsakmt_model::engine::{QueueError, RunEnd};
 use hsakmt_model::isa::gfx11;
 use support::isa::{args, fill_with_partial_workgroups, reduce_through_lds, setup_asm, setup_with, DATA, GFX1100};
 
-support::isa::isa_tests!(GFX1100);
+support::isa::isa_tests!(GFX1100; dpp16_and_dpp8_match_the_cpu);
 
 #[test]
 fn wave64_kernels_run_with_64_lane_exec_and_vcc() {

@@ -743,6 +743,49 @@ fn new(form: Form, op: u32, name: &'static str, sem: gfx9::Inst) -> Inst {
     Inst { sem, y: None, form, op: op as u16, name, yname: "", len: 4, run: Run::Exec, dlc: false }
 }
 
+/// A VOP1/VOP2/VOPC whose src0 field (bits 0..9 of `d`) is 0xfa (DPP16) or 0xe9/0xea (DPP8,
+/// without / with FI) reads its second dword `e` as that form; any other src0: `i` as it is.
+/// `None`: an opcode without the form (64-bit operands, v_nop, v_readfirstlane, v_cmpx,
+/// v_fmac), a reserved control, or no second dword.
+fn dpp(mut i: Inst, d: u32, e: Option<u32>) -> Option<Inst> {
+    let code = d & 0x1ff;
+    if !matches!(code, 0xfa | 0xe9 | 0xea) {
+        return Some(i);
+    }
+    let e = e?;
+    let s = &mut i.sem;
+    let plain = match i.form {
+        Form::Vopc => s.enc == Enc::Vopc && s.sig[1..3] == [1, 1],
+        Form::Vop2 if gfx9::carry_in(s.op) => s.sig[..3] == [1, 1, 1],
+        _ => s.sig.iter().all(|&w| w <= 1),
+    };
+    if !plain || (i.form == Form::Vop1 && matches!(i.op, 0 | 2)) || (i.form == Form::Vop2 && matches!(s.op, 22 | 59)) {
+        return None;
+    }
+    s.src[0] = 256 + (e & 0xff) as u16;
+    if code == 0xfa {
+        let ctrl = ((e >> 8) & 0x1ff) as u16;
+        let valid =
+            matches!(ctrl, 0..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f | 0x140 | 0x141 | 0x150..=0x15f | 0x160..=0x16f);
+        if !valid || e & (1 << 17) != 0 {
+            return None;
+        }
+        s.neg = (((e >> 20) & 1) | ((e >> 21) & 2)) as u8;
+        s.abs = (((e >> 21) & 1) | ((e >> 22) & 2)) as u8;
+        s.ext = gfx9::Ext::Dpp(gfx9::Dpp {
+            ctrl,
+            row_mask: (e >> 28) as u8,
+            bank_mask: ((e >> 24) & 15) as u8,
+            bound_ctrl: e & (1 << 19) != 0,
+            fi: e & (1 << 18) != 0,
+        });
+    } else {
+        s.ext = gfx9::Ext::Dpp8 { sel: e >> 8, fi: code == 0xea };
+    }
+    i.len = 8;
+    Some(i)
+}
+
 /// A gfx9-style instruction for `sem`: encoding, opcode, widths.
 fn sem(enc: Enc, op: u16, sig: [u8; 4]) -> gfx9::Inst {
     gfx9::blank(enc, &(op, "", sig))
@@ -888,7 +931,7 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
         let mut s = sem(Enc::Vop1, r.2, r.3);
         s.dst = if op == 2 { scalar((d >> 17) & 0xff) } else { ((d >> 17) & 0xff) as u16 };
         s.src[0] = src9(d & 0x1ff);
-        return Some(new(Form::Vop1, op, r.1, s));
+        return dpp(new(Form::Vop1, op, r.1, s), d, second);
     }
     if d >> 25 == 0x3e {
         let op = (d >> 17) & 0xff;
@@ -897,7 +940,7 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
         let mut s = sem(if x { Enc::Vop3 } else { Enc::Vopc }, g9, sig);
         s.dst = if x { EXEC } else { VCC };
         s.src = [src9(d & 0x1ff), 256 + ((d >> 9) & 0xff) as u16, 0];
-        return Some(new(Form::Vopc, op, name, s));
+        return dpp(new(Form::Vopc, op, name, s), d, second);
     }
     if d >> 31 == 0 && matches!((d >> 25) & 0x3f, FMAMK | FMAAK) {
         // v_fmamk_f32 (src0 * K + vsrc1), v_fmaak_f32 (src0 * vsrc1 + K): run as v_fma_f32.
@@ -914,7 +957,7 @@ fn decode_fields(w: &[u32]) -> Option<Inst> {
         let mut s = sem(Enc::Vop2, r.2, r.3);
         s.dst = ((d >> 17) & 0xff) as u16;
         s.src = [src9(d & 0x1ff), 256 + ((d >> 9) & 0xff) as u16, VCC];
-        return Some(new(Form::Vop2, op, r.1, s));
+        return dpp(new(Form::Vop2, op, r.1, s), d, second);
     }
     if d >> 26 == 0b110101 {
         return vop3(d, second?);
@@ -1205,8 +1248,43 @@ fn dual(f: &mut fmt::Formatter<'_>, name: &str, s: &gfx9::Inst) -> fmt::Result {
     Ok(())
 }
 
+impl Inst {
+    /// A DPP16 / DPP8 VOP1/VOP2/VOPC as LLVM prints it: the e32 text with `_dpp` (VOPC: no
+    /// suffix), then the controls.
+    fn fmt_dpp(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut plain = *self;
+        plain.sem.ext = gfx9::Ext::None;
+        let text = plain.to_string();
+        let text = text.replacen("_e32 ", if self.form == Form::Vopc { " " } else { "_dpp " }, 1);
+        f.write_str(&text)?;
+        match self.sem.ext {
+            gfx9::Ext::Dpp(d) => {
+                write!(f, " {} row_mask:0x{:x} bank_mask:0x{:x}", gfx9::DppCtrl(d.ctrl), d.row_mask, d.bank_mask)?;
+                if d.bound_ctrl {
+                    f.write_str(" bound_ctrl:1")?;
+                }
+                if d.fi {
+                    f.write_str(" fi:1")?;
+                }
+            }
+            gfx9::Ext::Dpp8 { sel, fi } => {
+                let lanes: Vec<String> = (0..8).map(|k| (sel >> (3 * k) & 7).to_string()).collect();
+                write!(f, " dpp8:[{}]", lanes.join(","))?;
+                if fi {
+                    f.write_str(" fi:1")?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Inst {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.sem.ext != gfx9::Ext::None {
+            return self.fmt_dpp(f);
+        }
         let (n, s) = (self.name, &self.sem);
         let dst = Opnd(s.dst, s.sig[0], 0);
         let vdst = Opnd(256 + s.dst, s.sig[0], 0);

@@ -629,6 +629,12 @@ pub enum Ext {
     None,
     Dpp(Dpp),
     Sdwa(Sdwa),
+    /// gfx11 DPP8: lane `l` of each group of 8 reads lane `sel >> 3 * (l % 8) & 7` of its
+    /// group; `fi`: disabled source lanes are read too (else they give 0).
+    Dpp8 {
+        sel: u32,
+        fi: bool,
+    },
 }
 
 /// DPP: src0 is read from the lane `ctrl` names (see [`dpp_source`]); lanes outside
@@ -641,6 +647,8 @@ pub struct Dpp {
     pub row_mask: u8,
     pub bank_mask: u8,
     pub bound_ctrl: bool,
+    /// gfx11's FI (fetch inactive): a disabled source lane is read as it stands.
+    pub fi: bool,
 }
 
 /// SDWA: each source's byte/word selection (`SEL_*`) with zero or sign extension (`sext`, a
@@ -725,6 +733,9 @@ pub fn dpp_source(ctrl: u16, lane: usize, lanes: usize) -> Option<usize> {
         // Lane 15 of each row to the next row; lane 31 to rows 2 and 3.
         0x142 => (row >= 16).then(|| row - 1),
         0x143 => (lane >= 32).then_some(31),
+        // gfx10+: every lane of a row reads its lane n; lane l reads lane l ^ n of its row.
+        0x150..=0x15f => Some(row | n),
+        0x160..=0x16f => Some(row | (l ^ n)),
         _ => None,
     }
 }
@@ -735,7 +746,7 @@ fn dpp_ctrl_valid(ctrl: u16) -> bool {
 }
 
 /// The DPP control as LLVM prints it.
-struct DppCtrl(u16);
+pub struct DppCtrl(pub u16);
 
 impl fmt::Display for DppCtrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -753,7 +764,9 @@ impl fmt::Display for DppCtrl {
             0x140 => f.write_str("row_mirror"),
             0x141 => f.write_str("row_half_mirror"),
             0x142 => f.write_str("row_bcast:15"),
-            _ => f.write_str("row_bcast:31"),
+            0x143 => f.write_str("row_bcast:31"),
+            0x150..=0x15f => write!(f, "row_share:{n}"),
+            _ => write!(f, "row_xmask:{n}"),
         }
     }
 }
@@ -785,7 +798,8 @@ fn vop_ext(mut i: Inst, e: u32) -> Option<Inst> {
         i.src[0] = 256 + (e & 0xff) as u16;
         i.neg = (((e >> 20) & 1) | ((e >> 21) & 2)) as u8;
         i.abs = (((e >> 21) & 1) | ((e >> 22) & 2)) as u8;
-        i.ext = Ext::Dpp(Dpp { ctrl, row_mask: (e >> 28) as u8, bank_mask: ((e >> 24) & 15) as u8, bound_ctrl: e & (1 << 19) != 0 });
+        i.ext =
+            Ext::Dpp(Dpp { ctrl, row_mask: (e >> 28) as u8, bank_mask: ((e >> 24) & 15) as u8, bound_ctrl: e & (1 << 19) != 0, fi: false });
         return Some(i);
     }
     let src0 = (e & 0xff) as u16;
@@ -1447,7 +1461,7 @@ impl Inst {
                 }
                 Ok(())
             }
-            Ext::None => Ok(()),
+            Ext::Dpp8 { .. } | Ext::None => Ok(()),
         }
     }
 }

@@ -1276,7 +1276,7 @@ fn extended(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
             let mut write = 0u64;
             for (lane, c) in col.iter_mut().enumerate().take(w.lanes) {
                 let on = d.row_mask >> (lane / 16) & 1 != 0 && d.bank_mask >> ((lane / 4) & 3) & 1 != 0;
-                match gfx9::dpp_source(d.ctrl, lane, w.lanes).filter(|&l| exec >> l & 1 != 0) {
+                match gfx9::dpp_source(d.ctrl, lane, w.lanes).filter(|&l| d.fi || exec >> l & 1 != 0) {
                     Some(l) => *c = w.v[from][l],
                     None if d.bound_ctrl => {}
                     None => continue,
@@ -1327,6 +1327,20 @@ fn extended(w: &mut Wave, i: &Inst) -> Result<(), Stop> {
                 }
                 r
             }
+        }
+        gfx9::Ext::Dpp8 { sel, fi } => {
+            // Every lane writes; a disabled source lane gives 0 unless FI.
+            let from = usize::from(i.src[0] - 256);
+            let mut col = [0u32; LANES];
+            for (lane, c) in col.iter_mut().enumerate().take(w.lanes) {
+                let l = (lane & !7) | (sel >> (3 * (lane & 7)) & 7) as usize;
+                if fi || exec >> l & 1 != 0 {
+                    *c = w.v[from][l];
+                }
+            }
+            w.v.push(col);
+            j.src[0] = 256 + n as u16;
+            vector(w, &j)
         }
         gfx9::Ext::None => vector(w, &j),
     };

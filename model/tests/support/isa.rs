@@ -56,7 +56,7 @@ pub const GFX1100: Gpu = Gpu {
     mcpu: "gfx1100",
     catalogue: "rx7900xtx",
     isa: Isa::Gfx11,
-    sweep: &["sweep-gfx1100.s"],
+    sweep: &["sweep-gfx1100.s", "sweep-dpp-gfx1100.s"],
     unmodelled: 0x7e00_1d01,
     s_branch_self: 0xbfa0_ffff,
 };
@@ -1108,5 +1108,57 @@ pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
     for (start, base) in starts {
         assert_eq!(start, before, "scan: the wave at {base} started from the sum of the waves before it");
         before += adds(base..(base + 64).min(n));
+    }
+}
+
+/// gfx1100's DPP16 and DPP8 (tests/isa/dpp16.cl) in wave32: `update_dpp` with the gfx10+
+/// controls (quad_perm, row shifts, rotation and mirrors, row_share, row_xmask), row and bank
+/// masks, bound_ctrl, old values kept where the source lane is out of range or disabled (a
+/// partial last wave, a divergent branch), `mov_dpp8`, DPP folded into `v_add_nc_u32_dpp`;
+/// the expected lanes computed here from the controls' definitions.
+pub fn dpp16_and_dpp8_match_the_cpu(gpu: &Gpu) {
+    const CODE2: u64 = BASE + 0x80000;
+    let f = setup(gpu);
+    let (co, path) = code_object_of(gpu, "dpp16.cl", &[]);
+    let listing = objdump(gpu, &path);
+    check_decoder(gpu, &listing);
+    for want in ["v_mov_b32_dpp", "v_add_nc_u32_dpp", "dpp8:", "row_share:3", "row_xmask:5"] {
+        assert!(listing.iter().any(|(t, _)| t.contains(want)), "clang-19 no longer emits {want} for dpp16.cl");
+    }
+    let obj = CodeObject::parse(&co).unwrap();
+    assert!(obj.image_len() <= 0x80000, "the image fits below DATA");
+    f.m.gpu_write(f.g, CODE2, &obj.image()).unwrap();
+    let kd = |k: &str| CODE2 + obj.symbol(&format!("{k}.kd")).unwrap();
+    // Three full waves of 32 and one of 20 (workgroups of 32).
+    let n = 116usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(0x9e37_79b9) ^ 0x1234_5678).collect();
+    let out = DATA + 0x10000;
+    f.m.gpu_write(f.g, DATA, &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("dpp16"), n as u32, 32), &args(&[DATA, out]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, 12 * n);
+    for i in 0..n {
+        let (base, l) = (i & !31, i & 31);
+        let row = l & !15;
+        let at = |s: Option<usize>, on: &dyn Fn(usize) -> bool| s.filter(|&s| s < 32 && base + s < n && on(base + s)).map(|s| x[base + s]);
+        let all = |_: usize| true;
+        let or = |v: Option<u32>, old: u32| v.unwrap_or(old);
+        let m1 = u32::MAX;
+        let want: [u32; 12] = [
+            or(at(Some((l & !3) | (3 - (l & 3))), &all), m1),
+            or(at((l % 16 < 15).then(|| l + 1), &all), m1),
+            or(at((l % 16 >= 8).then(|| l - 8), &all), 0),
+            or(at(Some(row + (l + 13) % 16), &all), m1),
+            or(at(Some(row + 15 - l % 16), &all), m1),
+            or(at(Some((l & !7) + 7 - l % 8), &all), m1),
+            or(at(Some(row + 3), &all), m1),
+            or(at(Some(row + ((l % 16) ^ 5)), &all), m1),
+            if l < 16 && (4..12).contains(&l) { or(at(Some(l - 2), &all), m1) } else { m1 },
+            // DPP8 without FI: a disabled source lane reads 0.
+            or(at(Some((l & !7) + 7 - l % 8), &all), 0),
+            x[i].wrapping_add(or(at((l % 16 >= 1).then(|| l - 1), &all), 0)),
+            if i % 3 != 0 { or(at(Some(row + (l + 15) % 16), &|j| j % 3 != 0), -3i32 as u32) } else { -7i32 as u32 },
+        ];
+        assert_eq!(&got[12 * i..12 * i + 12], &want, "dpp16: item {i} (lane {l})");
     }
 }
