@@ -1507,3 +1507,28 @@ impl fmt::Display for Inst {
         }
     }
 }
+
+#[cfg(test)]
+mod dpp_tests {
+    use super::*;
+
+    #[test]
+    fn any_dpp_second_dword_decodes_or_not_without_panicking() {
+        let mut r = 0x2545_f491_4f6c_dd1du64;
+        for k in 0..200_000u32 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            let lo = r as u32;
+            let first = match k % 3 {
+                0 => 0x7e00_0000 | (lo & 0x01ff_fe00),
+                1 => 0x7c00_0000 | (lo & 0x01ff_fe00),
+                _ => lo & 0x7fff_fe00,
+            } | [0xfa, 0xe9, 0xea][(k / 3 % 3) as usize];
+            if let Some(i) = decode(&[first, (r >> 32) as u32]) {
+                assert!(i.len == 8 || i.sem.ext == gfx9::Ext::None);
+                let _ = i.to_string();
+            }
+        }
+    }
+}
