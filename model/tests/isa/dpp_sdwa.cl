@@ -85,3 +85,15 @@ __kernel void scan(__global const uint *in, __global uint *sum, __global uint *o
         r = __atomic_fetch_add(sum, in[i], __ATOMIC_RELAXED);
     old[i] = r;
 }
+
+// uchar4 and short arithmetic as vectors: gfx9's 16-bit integer ops and their SDWA forms.
+__kernel void bytes(__global const uint *a, __global const uint *b, __global uint *out) {
+    uint i = gid();
+    uchar4 p = as_uchar4(a[i]), q = as_uchar4(b[i]);
+    __global uint *o = out + 4 * i;
+    o[0] = as_uint(p + q);
+    o[1] = as_uint(p * q);
+    o[2] = as_uint(p - (q >> (uchar4)(1, 2, 3, 4)));
+    short x = (short)a[i], y = (short)(b[i] >> 16);
+    o[3] = (uint)(ushort)(x * y) | (uint)(ushort)MAX(x, y) << 16;
+}

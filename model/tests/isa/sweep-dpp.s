@@ -89,3 +89,7 @@ v_cmp_gt_u32_sdwa s[4:5], v1, v2 src0_sel:BYTE_2 src1_sel:DWORD
 v_cmp_lt_f16_sdwa vcc, |v1|, -v2 src0_sel:WORD_1 src1_sel:WORD_0
 v_cmp_eq_f32_sdwa s[6:7], v1, v2 src0_sel:DWORD src1_sel:DWORD
 v_cmp_class_f32_sdwa vcc, v1, v2 src0_sel:DWORD src1_sel:BYTE_0
+v_add_u16_sdwa v1, v2, v3 dst_sel:BYTE_1 dst_unused:UNUSED_PAD src0_sel:BYTE_1 src1_sel:BYTE_1
+v_mul_lo_u16_sdwa v1, v2, v3 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:WORD_1 src1_sel:WORD_1
+v_sub_u16_sdwa v1, v2, v3 dst_sel:BYTE_3 dst_unused:UNUSED_PAD src0_sel:BYTE_3 src1_sel:BYTE_3
+v_max_i16_dpp v1, v2, v3 row_shr:1 row_mask:0xf bank_mask:0xf

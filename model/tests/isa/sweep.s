@@ -427,3 +427,16 @@ v_alignbyte_b32 v1, v3, s1, 3
 v_mad_i32_i24 v3, v10, s2, 0.5
 v_mad_i32_i24 v12, -1, s2, v13
 v_cndmask_b32_e64 v5, -v5, |v7|, vcc
+v_add_u16_e32 v0, v1, v2
+v_sub_u16_e32 v0, s1, v2
+v_subrev_u16_e32 v0, v1, v2
+v_mul_lo_u16_e32 v0, 5, v2
+v_lshlrev_b16_e32 v0, v1, v2
+v_lshrrev_b16_e32 v0, v1, v2
+v_ashrrev_i16_e32 v0, v1, v2
+v_max_u16_e32 v0, v1, v2
+v_max_i16_e32 v0, v1, v2
+v_min_u16_e32 v0, v1, v2
+v_min_i16_e32 v0, v1, v2
+v_add_u16_e64 v0, s1, v2
+v_mul_lo_u16_e64 v0, v1, s2

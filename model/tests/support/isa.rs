@@ -978,8 +978,17 @@ pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
     let (co, path) = code_object_of(gpu, "dpp_sdwa.cl", &["-fno-slp-vectorize", "-mllvm", "-amdgpu-atomic-optimizer-strategy=DPP"]);
     let listing = objdump(gpu, &path);
     check_decoder(gpu, &listing);
-    for want in ["v_mov_b32_dpp", "v_add_u32_dpp", "v_add_f32_dpp", "v_add_u32_sdwa", "v_mul_f16_sdwa", "v_cmp_lt_u32_sdwa", "row_bcast:31"]
-    {
+    for want in [
+        "v_mov_b32_dpp",
+        "v_add_u32_dpp",
+        "v_add_f32_dpp",
+        "v_add_u32_sdwa",
+        "v_mul_f16_sdwa",
+        "v_cmp_lt_u32_sdwa",
+        "row_bcast:31",
+        "v_mul_lo_u16_sdwa",
+        "v_sub_u16_sdwa",
+    ] {
         assert!(listing.iter().any(|(t, _)| t.contains(want)), "clang-19 no longer emits {want} for dpp_sdwa.cl");
     }
     let obj = CodeObject::parse(&co).unwrap();
@@ -1076,6 +1085,23 @@ pub fn dpp_and_sdwa_match_the_cpu(gpu: &Gpu) {
             assert_eq!(got[12 * i + 9], halves(r(h(s1) - h(t0)), r(h(s0).max(h(t0)))), "sdwa: f16, item {i}");
             assert_eq!(f32::from_bits(got[12 * i + 10]), (h(s1) * h(t1)) as f32, "sdwa: f16 to f32, item {i}");
         }
+    }
+
+    // bytes: uchar4 and short arithmetic through gfx9's 16-bit ops and their SDWA forms.
+    let (end, p) = f.dispatch(KernelDispatch::new(kd("bytes"), n as u32, 64), &args(&[av, bv, out]));
+    assert_eq!((end, &p.error), (RunEnd::Idle, &None));
+    let got = f.words(out, 4 * n);
+    for i in 0..n {
+        let (xb, yb) = (a[i].to_le_bytes(), b[i].to_le_bytes());
+        let bytes = |f: &dyn Fn(usize) -> u8| u32::from_le_bytes([f(0), f(1), f(2), f(3)]);
+        let (x, y) = (a[i] as i16, (b[i] >> 16) as i16);
+        let want = [
+            bytes(&|k| xb[k].wrapping_add(yb[k])),
+            bytes(&|k| xb[k].wrapping_mul(yb[k])),
+            bytes(&|k| xb[k].wrapping_sub(yb[k] >> (k + 1))),
+            u32::from(x.wrapping_mul(y) as u16) | u32::from(x.max(y) as u16) << 16,
+        ];
+        assert_eq!(&got[4 * i..4 * i + 4], &want, "bytes: item {i}");
     }
 
     // scan: the atomic optimizer's DPP scan; 232 work-items (a partial last wave), the items
