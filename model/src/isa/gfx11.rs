@@ -1408,32 +1408,13 @@ impl fmt::Display for Inst {
                 } else {
                     write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
                 }
-                if s.clamp {
-                    f.write_str(" clamp")?;
-                }
-                match s.omod {
-                    1 => f.write_str(" mul:2"),
-                    2 => f.write_str(" mul:4"),
-                    3 => f.write_str(" div:2"),
-                    _ => Ok(()),
-                }
+                super::print::output_modifiers(f, s.clamp, s.omod)
             }
             Form::Vop3p => {
                 // neg_lo / neg_hi print as the sources' neg / abs; op_sel_hi defaults to 0.
                 let srcs: Vec<String> = (0..3).map(|k| src(s, k)).collect();
                 write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
-                let list = |bits: u32| (0..3).map(|k| (bits >> k & 1).to_string()).collect::<Vec<_>>().join(",");
-                let (op_sel, op_sel_hi) = (s.imm as u32 & 7, (s.imm as u32 >> 3) & 7);
-                if op_sel != 0 {
-                    write!(f, " op_sel:[{}]", list(op_sel))?;
-                }
-                if op_sel_hi != 0 {
-                    write!(f, " op_sel_hi:[{}]", list(op_sel_hi))?;
-                }
-                if s.clamp {
-                    f.write_str(" clamp")?;
-                }
-                Ok(())
+                super::print::mix_modifiers(f, s.imm as u32, s.clamp)
             }
             Form::Vopd => {
                 dual(f, n, s)?;

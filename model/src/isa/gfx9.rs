@@ -1454,15 +1454,7 @@ impl Inst {
                 Ok(())
             }
             Ext::Sdwa(s) => {
-                if self.clamp {
-                    f.write_str(" clamp")?;
-                }
-                match self.omod {
-                    1 => f.write_str(" mul:2")?,
-                    2 => f.write_str(" mul:4")?,
-                    3 => f.write_str(" div:2")?,
-                    _ => {}
-                }
+                super::print::output_modifiers(f, self.clamp, self.omod)?;
                 if self.enc != Enc::Vopc {
                     let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"][usize::from(s.dst_unused.min(2))];
                     write!(f, " dst_sel:{} dst_unused:{unused}", SEL_NAMES[usize::from(s.dst_sel.min(6))])?;
@@ -1565,32 +1557,13 @@ impl fmt::Display for Inst {
                 } else {
                     write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
                 }
-                if self.clamp {
-                    f.write_str(" clamp")?;
-                }
-                match self.omod {
-                    1 => f.write_str(" mul:2"),
-                    2 => f.write_str(" mul:4"),
-                    3 => f.write_str(" div:2"),
-                    _ => Ok(()),
-                }
+                super::print::output_modifiers(f, self.clamp, self.omod)
             }
             Enc::Vop3p if is_mix(self.op) => {
                 // neg_lo / neg_hi are the sources' neg / abs; op_sel_hi defaults to 0 here.
                 let srcs: Vec<String> = (0..3).map(|k| self.m(k)).collect();
                 write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
-                let list = |bits: u32| (0..3).map(|k| (bits >> k & 1).to_string()).collect::<Vec<_>>().join(",");
-                let (op_sel, op_sel_hi) = (self.imm as u32 & 7, (self.imm as u32 >> 3) & 7);
-                if op_sel != 0 {
-                    write!(f, " op_sel:[{}]", list(op_sel))?;
-                }
-                if op_sel_hi != 0 {
-                    write!(f, " op_sel_hi:[{}]", list(op_sel_hi))?;
-                }
-                if self.clamp {
-                    f.write_str(" clamp")?;
-                }
-                Ok(())
+                super::print::mix_modifiers(f, self.imm as u32, self.clamp)
             }
             Enc::Vop3p => {
                 let nsrc = self.sig[1..].iter().take_while(|&&w| w != 0).count();
@@ -1598,7 +1571,7 @@ impl fmt::Display for Inst {
                 write!(f, "{n} {vdst}, {}", srcs.join(", "))?;
                 // LLVM prints a modifier list when it differs from its default (op_sel and the
                 // negations all 0, op_sel_hi all 1), one entry per source.
-                let list = |bits: u32| (0..nsrc).map(|k| (bits >> k & 1).to_string()).collect::<Vec<_>>().join(",");
+                let list = |bits: u32| super::print::bit_list(bits, nsrc);
                 let mask = (1u32 << nsrc) - 1;
                 let (op_sel, op_sel_hi) = (self.imm as u32 & 7, (self.imm as u32 >> 3) & 7);
                 if op_sel & mask != 0 {
