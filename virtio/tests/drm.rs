@@ -78,13 +78,7 @@ fn topology_memory_events_and_an_sdma_queue_through_the_render_node() {
     assert_eq!(drm::IOCTL_GEM_CLOSE, 0x4008_6409);
 
     // Topology equal to the direct API's on a model of the same catalogue entry.
-    let (sp, tbl) = hsakmt_virtio::host::SharePort::new(
-        hsakmt_model::Model::new_shared(hsakmt_model::ModelConfig::catalogue("mi300x")).expect("model"),
-        None,
-    )
-    .expect("port");
-    drop(tbl);
-    let mut d = hsakmt_core::context::Context::open(Box::new(sp), Default::default()).expect("direct");
+    let mut d = support::direct_context("mi300x");
     let sys = d.acquire_system_properties().expect("direct acquire");
     let wire = g.query_u(pq::GET_SYS_PROP, 0).expect("acquire through the node");
     assert_eq!(wire_u32(&wire, 0), sys.NumNodes);

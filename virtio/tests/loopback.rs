@@ -28,13 +28,7 @@ fn new_wire_to_ours(r: Record, wire: &[u8]) -> Vec<u8> {
 fn topology_and_memory_through_the_host_match_the_direct_api() {
     let (mut h, sock) = host("topo");
     let g = Guest::open(Box::new(Loopback::connect(&sock).expect("connects"))).expect("opens");
-    let (sp, tbl) = hsakmt_virtio::host::SharePort::new(
-        hsakmt_model::Model::new_shared(hsakmt_model::ModelConfig::catalogue("mi300x")).expect("model"),
-        None,
-    )
-    .expect("port");
-    drop(tbl);
-    let mut d = hsakmt_core::context::Context::open(Box::new(sp), Default::default()).expect("direct");
+    let mut d = support::direct_context("mi300x");
     let sys = d.acquire_system_properties().expect("direct acquire");
     let wire = g.query_u(pq::GET_SYS_PROP, 0).expect("acquire through the host");
     assert_eq!(u32::from_le_bytes(wire[0..4].try_into().unwrap()), sys.NumNodes);

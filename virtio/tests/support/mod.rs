@@ -1,5 +1,6 @@
-//! What the cross-process tests share: a socket path of their own, and the host binary in a
-//! process of its own on the model, ready when it says so.
+//! What the cross-process tests share: a socket path of their own, the host binary in a
+//! process of its own on the model, ready when it says so, and the direct API on a model of the
+//! same catalogue entry to compare the host's answers with.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -28,4 +29,16 @@ pub fn spawn_host(name: &str) -> (Child, PathBuf) {
     BufReader::new(c.stdout.take().expect("piped")).read_line(&mut line).expect("the host says it listens");
     assert_eq!(line.trim(), "listening");
     (c, sock)
+}
+
+/// The thunk's context opened directly (no VirtIO) on a model of catalogue entry `entry`,
+/// through the same share port the host uses.
+pub fn direct_context(entry: &str) -> hsakmt_core::context::Context {
+    let (sp, tbl) = hsakmt_virtio::host::SharePort::new(
+        hsakmt_model::Model::new_shared(hsakmt_model::ModelConfig::catalogue(entry)).expect("model"),
+        None,
+    )
+    .expect("port");
+    drop(tbl);
+    hsakmt_core::context::Context::open(Box::new(sp), Default::default()).expect("direct")
 }
